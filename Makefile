@@ -1,0 +1,51 @@
+# Sluice developer tasks. `make run` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+
+.PHONY: install run test lint typecheck bench build clean build-SluiceLayer
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# torch first, as the CPU build that lies on this disk: a plain `torch` requirement
+# would pull a multi-GB CUDA build through sentence-transformers.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[local,dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(BIN)/sluice local up
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check shared functions tests bench
+	$(BIN)/cfn-lint template.yaml
+
+typecheck: install
+	$(BIN)/mypy shared/sluice
+
+bench: install
+	$(BIN)/pip install --quiet -e ".[bench]"
+	@echo "see bench/README.md: one command per figure"
+
+build:
+	sam build
+
+# SAM's makefile build for the SluiceLayer: the package plus its SQL and catalog.
+build-SluiceLayer:
+	mkdir -p "$(ARTIFACTS_DIR)/python"
+	cp -r shared/sluice "$(ARTIFACTS_DIR)/python/"
+	rm -rf "$(ARTIFACTS_DIR)/python/sluice/local"
+	mkdir -p "$(ARTIFACTS_DIR)/python/sluice/_data"
+	cp -r infra/migrations infra/catalog "$(ARTIFACTS_DIR)/python/sluice/_data/"
+
+clean:
+	rm -rf $(VENV) .sluice .pytest_cache .mypy_cache .ruff_cache

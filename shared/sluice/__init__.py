@@ -1,0 +1,3 @@
+"""Sluice: serverless document ingestion and retrieval for RAG."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,11 @@
+"""Who may reach a knowledge base or a collection (R-ACC-1..3), decided in one place."""
+
+from sluice.access.resolve import (
+    can_read,
+    can_write,
+    readable_bases,
+    resolve_base,
+    resolve_collection,
+)
+
+__all__ = ["can_read", "can_write", "readable_bases", "resolve_base", "resolve_collection"]

@@ -1,0 +1,1 @@
+"""HTTP plumbing shared by the API functions: the resolver, error mapping, bodies, uploads."""

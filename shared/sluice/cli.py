@@ -1,0 +1,95 @@
+"""The ``sluice`` command for operators and developers (R-OPS-2)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+
+def _local_up(args: argparse.Namespace) -> int:
+    from sluice.local.runtime import LocalRuntime
+
+    runtime = LocalRuntime(api_port=args.port, data_dir=Path(args.data_dir) if args.data_dir else None)
+    print("Starting Sluice locally (embedded PostgreSQL, moto, the wiring of template.yaml)...", flush=True)
+    runtime.start()
+    print(f"\nSluice API:  {runtime.api_url}")
+    print(f"Health:      curl {runtime.api_url}/health")
+    print("Get a token: sluice local token --user alice")
+    print(f"Then:        curl -H \"Authorization: Bearer $TOKEN\" {runtime.api_url}/kb")
+    print("Ctrl-C stops.", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    print("\nStopping...", flush=True)
+    runtime.stop()
+    return 0
+
+
+def _local_token(args: argparse.Namespace) -> int:
+    from sluice.config import get_settings
+    from sluice.local.tokens import mint
+
+    print(mint(get_settings().dev_jwt_secret, user=args.user, org=args.org, permissions=args.perm or [],
+               app_admin=args.app_admin, ttl_seconds=args.ttl))
+    return 0
+
+
+def _db_migrate(args: argparse.Namespace) -> int:
+    from sluice.db.connection import database_url
+    from sluice.db.migrations import migrate
+
+    applied = migrate(args.database_url or database_url())
+    print("applied: " + (", ".join(applied) if applied else "nothing (up to date)"))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from sluice.local.demo import run_demo
+
+    return run_demo(Path(args.path) if args.path else None, queries=args.query)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sluice", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    local = sub.add_parser("local", help="run Sluice on this machine").add_subparsers(dest="local", required=True)
+    up = local.add_parser("up", help="start the local runtime")
+    up.add_argument("--port", type=int, default=int(os.environ.get("SLUICE_PORT", "8787")))
+    up.add_argument("--data-dir", default=None, help="where embedded PostgreSQL keeps data (.sluice/)")
+    up.set_defaults(func=_local_up)
+    token = local.add_parser("token", help="mint a dev token the local gateway accepts")
+    token.add_argument("--user", required=True)
+    token.add_argument("--org")
+    token.add_argument("--perm", action="append", help="collections:view, collections:edit, secrets:view")
+    token.add_argument("--app-admin", action="store_true")
+    token.add_argument("--ttl", type=int, default=12 * 3600, help="seconds")
+    token.set_defaults(func=_local_token)
+    for owner in (local, sub):
+        demo = owner.add_parser("demo", help="ingest a folder and search it, end to end")
+        demo.add_argument("path", nargs="?", help="folder to ingest (default: examples/)")
+        demo.add_argument("--query", action="append", help="a query to run (repeatable)")
+        demo.set_defaults(func=_demo)
+
+    db = sub.add_parser("db", help="database tasks").add_subparsers(dest="db", required=True)
+    mig = db.add_parser("migrate", help="apply pending schema migrations")
+    mig.add_argument("--database-url", default=None)
+    mig.set_defaults(func=_db_migrate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

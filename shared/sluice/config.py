@@ -1,0 +1,74 @@
+"""Settings, read once from the environment (and, on AWS, the function's configuration)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MIB = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    # Storage
+    bucket_name: str = Field("sluice-local", alias="SLUICE_BUCKET")
+    kms_key_id: str = Field("", alias="SLUICE_KMS_KEY_ID")
+    presign_expires_seconds: int = Field(900, alias="PRESIGN_EXPIRES_SECONDS")
+    download_url_expires_seconds: int = Field(300, alias="DOWNLOAD_URL_EXPIRES_SECONDS")
+
+    # Database: a URL, or a Secrets Manager secret holding the usual RDS fields
+    database_url: str = Field("", alias="DATABASE_URL")
+    database_secret_id: str = Field("", alias="DATABASE_SECRET_ID")
+    db_pool_max_size: int = Field(4, alias="DB_POOL_MAX_SIZE")
+
+    # Upload ceilings (R-UP-1) and the direct-upload limit of a Lambda request
+    max_upload_size_mb: int = Field(50, alias="MAX_UPLOAD_SIZE_MB")
+    chat_max_upload_size_mb: int = Field(10, alias="CHAT_MAX_UPLOAD_SIZE_MB")
+    # A Lambda event holds 6 MB, and the file arrives base64-encoded inside it.
+    direct_upload_max_mb: int = Field(4, alias="DIRECT_UPLOAD_MAX_MB")
+
+    # Parsing budgets (R-PARSE-1, R-ARC-1)
+    parsed_text_max_chars: int = Field(5_000_000, alias="PARSED_TEXT_MAX_CHARS")
+    pdf_max_pages: int = Field(2000, alias="PDF_MAX_PAGES")
+    sheet_max_cells: int = Field(1_000_000, alias="SHEET_MAX_CELLS")
+    archive_max_entries: int = Field(5000, alias="ARCHIVE_MAX_ENTRIES")
+    archive_max_bytes: int = Field(200 * MIB, alias="ARCHIVE_MAX_BYTES")
+    archive_max_ratio: int = Field(100, alias="ARCHIVE_MAX_RATIO")
+    archive_max_member_bytes: int = Field(50 * MIB, alias="ARCHIVE_MAX_MEMBER_BYTES")
+    parse_timeout_seconds: int = Field(120, alias="PARSE_TIMEOUT_SECONDS")
+    parse_memory_mb: int = Field(1536, alias="PARSE_MEMORY_MB")
+
+    # Embedding
+    embed_batch_size: int = Field(64, alias="EMBED_BATCH_SIZE")
+
+    # Access and pools (R-ACC-5)
+    private_doc_cap: int = Field(20, alias="PRIVATE_DOC_CAP")
+    indexing_paused: bool = Field(False, alias="INDEXING_PAUSED")
+
+    # Local development
+    dev_jwt_secret: str = Field("sluice-local-dev-secret-change-me-0123456789", alias="SLUICE_DEV_JWT_SECRET")
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.max_upload_size_mb * MIB
+
+    @property
+    def chat_max_upload_bytes(self) -> int:
+        return self.chat_max_upload_size_mb * MIB
+
+    @property
+    def direct_upload_max_bytes(self) -> int:
+        return self.direct_upload_max_mb * MIB
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (the local runtime and tests change the environment)."""
+    get_settings.cache_clear()

@@ -1,0 +1,1 @@
+"""PostgreSQL access: the connection pool, the migrations runner and the repositories."""

@@ -1,0 +1,88 @@
+"""The process's connection pool, built once per cold start from DATABASE_URL or a secret.
+
+A Lambda serves one event at a time, so its pool stays small; the local runtime
+runs every handler in one process on several threads, which is why this is a
+pool and not one shared connection.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import quote
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from sluice.config import get_settings
+
+_lock = threading.Lock()
+_pool: ConnectionPool | None = None
+
+
+def _url_from_secret(secret_id: str) -> str:
+    # Powertools' parameter cache keeps the secret across warm invocations.
+    from aws_lambda_powertools.utilities import parameters
+
+    raw = parameters.get_secret(secret_id, max_age=300)
+    fields = json.loads(raw if isinstance(raw, str) else raw.decode())
+    return "postgresql://{u}:{p}@{h}:{port}/{db}".format(
+        u=quote(fields["username"], safe=""),
+        p=quote(fields["password"], safe=""),
+        h=fields["host"],
+        port=fields.get("port", 5432),
+        db=fields.get("dbname", "postgres"),
+    )
+
+
+def database_url() -> str:
+    settings = get_settings()
+    if settings.database_url:
+        return settings.database_url
+    if settings.database_secret_id:
+        return _url_from_secret(settings.database_secret_id)
+    raise RuntimeError("Set DATABASE_URL or DATABASE_SECRET_ID")
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    try:
+        register_vector(conn)
+    except psycopg.ProgrammingError:
+        # The vector extension does not exist before the first migration.
+        pass
+    conn.commit()
+
+
+def get_pool() -> ConnectionPool:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ConnectionPool(
+                database_url(),
+                min_size=1,
+                max_size=get_settings().db_pool_max_size,
+                kwargs={"row_factory": dict_row, "autocommit": False},
+                configure=_configure,
+                open=True,
+                check=ConnectionPool.check_connection,
+            )
+        return _pool
+
+
+def close_pool() -> None:
+    global _pool
+    with _lock:
+        if _pool is not None:
+            _pool.close()
+            _pool = None
+
+
+@contextmanager
+def transaction() -> Iterator[psycopg.Connection]:
+    """One unit of work: commits when the block ends normally, rolls back otherwise."""
+    with get_pool().connection() as conn:
+        yield conn

@@ -1,0 +1,120 @@
+"""The documents tracking table (R-DOC-1): one row per document, written before its object."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+
+@dataclass
+class Document:
+    id: uuid.UUID
+    kb_id: uuid.UUID | None
+    org_id: str | None
+    collection_name: str
+    filename: str
+    filesize: int | None
+    filetype: str | None
+    status: str
+    stage: str
+    error_message: str | None
+    vector_document_id: uuid.UUID | None
+    chunk_count: int
+    storage_path: str | None
+    source: str
+    source_path: str | None
+    content_hash: str | None
+    organizational_unit: str | None
+    document_type: str | None
+    document_date: date | None
+    uploaded_by: str | None
+    attempt: int
+    ingestion_override: dict[str, Any] | None
+    replaces_document_id: uuid.UUID | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    completed_at: datetime | None
+
+
+_FIELDS = ", ".join(Document.__dataclass_fields__)
+
+
+def insert(conn: psycopg.Connection, **values: Any) -> Document:
+    values.setdefault("id", uuid.uuid4())
+    if values.get("ingestion_override") is not None:
+        values["ingestion_override"] = Jsonb(values["ingestion_override"])
+    cols = ", ".join(values)
+    params = ", ".join(f"%({k})s" for k in values)
+    row = conn.execute(
+        f"INSERT INTO documents ({cols}) VALUES ({params}) RETURNING {_FIELDS}", values
+    ).fetchone()
+    assert row is not None
+    return Document(**row)
+
+
+def get(conn: psycopg.Connection, doc_id: uuid.UUID, *, for_update: bool = False) -> Document | None:
+    suffix = " FOR UPDATE" if for_update else ""
+    row = conn.execute(f"SELECT {_FIELDS} FROM documents WHERE id = %s{suffix}", (doc_id,)).fetchone()
+    return Document(**row) if row else None
+
+
+def by_storage_path(conn: psycopg.Connection, key: str) -> Document | None:
+    row = conn.execute(
+        f"SELECT {_FIELDS} FROM documents WHERE storage_path = %s ORDER BY created_at DESC LIMIT 1", (key,)
+    ).fetchone()
+    return Document(**row) if row else None
+
+
+_UPDATABLE = {
+    "status", "stage", "error_message", "vector_document_id", "chunk_count", "filetype", "filesize",
+    "content_hash", "completed_at", "attempt", "storage_path",
+}
+
+
+def update(conn: psycopg.Connection, doc_id: uuid.UUID, *, expect_attempt: int | None = None, **values: Any) -> bool:
+    """Update fields; with ``expect_attempt`` only while the row is still on that attempt."""
+    unknown = set(values) - _UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    sets = ", ".join(f"{k} = %({k})s" for k in values)
+    where = "id = %(doc_id)s"
+    if expect_attempt is not None:
+        where += " AND attempt = %(expect_attempt)s AND status = 'processing'"
+    cur = conn.execute(
+        f"UPDATE documents SET {sets}, updated_at = now() WHERE {where}",
+        {**values, "doc_id": doc_id, "expect_attempt": expect_attempt},
+    )
+    return cur.rowcount > 0
+
+
+def delete(conn: psycopg.Connection, doc_id: uuid.UUID) -> bool:
+    return conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,)).rowcount > 0
+
+
+def list_for_kb(conn: psycopg.Connection, kb_id: uuid.UUID, *, limit: int, offset: int) -> list[Document]:
+    rows = conn.execute(
+        f"SELECT {_FIELDS} FROM documents WHERE kb_id = %s ORDER BY created_at DESC, id LIMIT %s OFFSET %s",
+        (kb_id, limit, offset),
+    ).fetchall()
+    return [Document(**r) for r in rows]
+
+
+def status_counts(conn: psycopg.Connection, *, kb_ids: list[uuid.UUID]) -> dict[str, int]:
+    row = conn.execute(
+        """
+        SELECT count(*) FILTER (WHERE status = 'processing') AS processing_count,
+               count(*) FILTER (WHERE status = 'done')       AS indexed_count,
+               count(*) FILTER (WHERE status = 'error')      AS failed_count,
+               count(*)                                       AS document_count,
+               coalesce(sum(chunk_count) FILTER (WHERE status = 'done'), 0) AS chunk_count
+          FROM documents WHERE kb_id = ANY(%s)
+        """,
+        (kb_ids,),
+    ).fetchone()
+    assert row is not None
+    return {k: int(v) for k, v in row.items()}

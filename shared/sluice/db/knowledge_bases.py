@@ -1,0 +1,142 @@
+"""The knowledge_bases and knowledge_base_grants tables."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+
+@dataclass
+class KnowledgeBase:
+    id: uuid.UUID
+    name: str
+    collection_name: str
+    scope: str
+    owner_id: str | None
+    org_id: str | None
+    is_default: bool
+    description: str
+    embedding_provider: str
+    embedding_model: str
+    embedding_dim: int
+    embedding_base_url: str | None
+    embedding_secret_id: str | None
+    ingestion_config: dict[str, Any]
+    created_by: str
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    grants: dict[str, str] = field(default_factory=dict)
+
+
+_FIELDS = (
+    "id, name, collection_name, scope, owner_id, org_id, is_default, description, embedding_provider, "
+    "embedding_model, embedding_dim, embedding_base_url, embedding_secret_id, ingestion_config, "
+    "created_by, created_at, updated_at"
+)
+
+
+def _from_row(row: dict[str, Any]) -> KnowledgeBase:
+    return KnowledgeBase(**row)
+
+
+def insert(conn: psycopg.Connection, kb: KnowledgeBase) -> KnowledgeBase:
+    row = conn.execute(
+        f"""
+        INSERT INTO knowledge_bases (id, name, collection_name, scope, owner_id, org_id, is_default,
+            description, embedding_provider, embedding_model, embedding_dim, embedding_base_url,
+            embedding_secret_id, ingestion_config, created_by)
+        VALUES (%(id)s, %(name)s, %(collection_name)s, %(scope)s, %(owner_id)s, %(org_id)s, %(is_default)s,
+            %(description)s, %(embedding_provider)s, %(embedding_model)s, %(embedding_dim)s,
+            %(embedding_base_url)s, %(embedding_secret_id)s, %(ingestion_config)s, %(created_by)s)
+        RETURNING {_FIELDS}
+        """,
+        {**kb.__dict__, "ingestion_config": Jsonb(kb.ingestion_config)},
+    ).fetchone()
+    assert row is not None
+    return _from_row(row)
+
+
+def get(conn: psycopg.Connection, kb_id: uuid.UUID, *, lock: str | None = None) -> KnowledgeBase | None:
+    suffix = {None: "", "share": " FOR SHARE", "update": " FOR UPDATE"}[lock]
+    row = conn.execute(f"SELECT {_FIELDS} FROM knowledge_bases WHERE id = %s{suffix}", (kb_id,)).fetchone()
+    if row is None:
+        return None
+    kb = _from_row(row)
+    kb.grants = grants_of(conn, kb.id)
+    return kb
+
+
+def by_collection(conn: psycopg.Connection, collection_name: str) -> list[KnowledgeBase]:
+    rows = conn.execute(
+        f"SELECT {_FIELDS} FROM knowledge_bases WHERE collection_name = %s ORDER BY created_at, id",
+        (collection_name,),
+    ).fetchall()
+    bases = [_from_row(r) for r in rows]
+    _attach_grants(conn, bases)
+    return bases
+
+
+def candidates_for(conn: psycopg.Connection, user_id: str, org_id: str | None) -> list[KnowledgeBase]:
+    """Every base the principal might reach: own, own org's, app-wide, or granted."""
+    rows = conn.execute(
+        f"""
+        SELECT {_FIELDS} FROM knowledge_bases kb
+         WHERE (scope = 'personal' AND owner_id = %(user)s)
+            OR (scope = 'org' AND org_id = %(org)s)
+            OR scope = 'app'
+            OR EXISTS (SELECT 1 FROM knowledge_base_grants g WHERE g.kb_id = kb.id AND g.user_id = %(user)s)
+         ORDER BY created_at, id
+        """,
+        {"user": user_id, "org": org_id},
+    ).fetchall()
+    bases = [_from_row(r) for r in rows]
+    _attach_grants(conn, bases)
+    return bases
+
+
+def grants_of(conn: psycopg.Connection, kb_id: uuid.UUID) -> dict[str, str]:
+    rows = conn.execute(
+        "SELECT user_id, permission FROM knowledge_base_grants WHERE kb_id = %s", (kb_id,)
+    ).fetchall()
+    return {r["user_id"]: r["permission"] for r in rows}
+
+
+def _attach_grants(conn: psycopg.Connection, bases: list[KnowledgeBase]) -> None:
+    if not bases:
+        return
+    rows = conn.execute(
+        "SELECT kb_id, user_id, permission FROM knowledge_base_grants WHERE kb_id = ANY(%s)",
+        ([b.id for b in bases],),
+    ).fetchall()
+    by_id = {b.id: b for b in bases}
+    for r in rows:
+        by_id[r["kb_id"]].grants[r["user_id"]] = r["permission"]
+
+
+def upsert_grant(conn: psycopg.Connection, kb_id: uuid.UUID, user_id: str, permission: str, by: str) -> None:
+    conn.execute(
+        """
+        INSERT INTO knowledge_base_grants (kb_id, user_id, permission, granted_by)
+        VALUES (%s, %s, %s, %s)
+        ON CONFLICT (kb_id, user_id) DO UPDATE SET permission = EXCLUDED.permission,
+            granted_by = EXCLUDED.granted_by
+        """,
+        (kb_id, user_id, permission, by),
+    )
+
+
+def delete_grant(conn: psycopg.Connection, kb_id: uuid.UUID, user_id: str) -> bool:
+    cur = conn.execute("DELETE FROM knowledge_base_grants WHERE kb_id = %s AND user_id = %s", (kb_id, user_id))
+    return cur.rowcount > 0
+
+
+def teardown_reserved(conn: psycopg.Connection, collection_name: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM collection_teardowns WHERE collection_name = %s LIMIT 1", (collection_name,)
+    ).fetchone()
+    return row is not None

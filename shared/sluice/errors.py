@@ -1,0 +1,215 @@
+"""The error taxonomy: every failure Sluice raises on purpose, and its HTTP face (R-ERR-1).
+
+Each class names one failure. Handlers map any ``SluiceError`` to
+``{"error": {"code", "message", "details"}}`` with ``status``; anything else is a
+500 whose body says nothing about hosts, buckets, SQL or URLs.
+
+``DocumentRefused`` marks refusals that Sluice itself raised while reading a
+document: their message is written whole into ``documents.error_message``
+(R-DOC-4), where a library's own exception text never goes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SluiceError(Exception):
+    status: int = 500
+    code: str = "INTERNAL_ERROR"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        fields: dict[str, str] | None = None,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = dict(details or {})
+        if fields:
+            self.details["fields"] = dict(fields)
+        self.headers = dict(headers or {})
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class ValidationError(SluiceError):
+    """A request the caller can fix: 400, fields named in ``details.fields``."""
+
+    status = 400
+    code = "VALIDATION_ERROR"
+
+
+class UnprocessableError(ValidationError):
+    """A well-formed body whose values are refused (a collection's own config): 422."""
+
+    status = 422
+
+
+class UnauthorizedError(SluiceError):
+    status = 401
+    code = "UNAUTHORIZED"
+
+
+class NotFoundError(SluiceError):
+    status = 404
+    code = "NOT_FOUND"
+
+
+class CollectionNotFoundError(NotFoundError):
+    """Absent and out of reach are one answer, byte for byte (R-ACC-2)."""
+
+    def __init__(self) -> None:
+        super().__init__("Collection not found")
+
+
+class ConflictError(SluiceError):
+    status = 409
+    code = "CONFLICT"
+
+
+class DocCapReachedError(ConflictError):
+    code = "DOC_CAP_REACHED"
+
+
+class RateLimitError(SluiceError):
+    status = 429
+    code = "RATE_LIMIT_EXCEEDED"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(
+            message, details={"retry_after": retry_after}, headers={"Retry-After": str(retry_after)}
+        )
+
+
+class IndexingPausedError(SluiceError):
+    status = 503
+    code = "INDEXING_PAUSED"
+
+
+class FileTooLargeError(SluiceError):
+    status = 413
+    code = "FILE_TOO_LARGE"
+
+
+class DocumentRefused(SluiceError):
+    """A document Sluice will not index; the message is user-facing and stored whole."""
+
+    status = 400
+    code = "DOCUMENT_REFUSED"
+
+
+class UnsupportedTypeError(DocumentRefused):
+    code = "UNSUPPORTED_TYPE"
+
+
+class ArchiveRefusedError(DocumentRefused):
+    """An archive (or an OOXML/ODF container) that breaks a rule of R-ARC-1/R-ARC-3."""
+
+    code = "ARCHIVE_REFUSED"
+
+
+class EncryptedDocumentError(DocumentRefused):
+    code = "ENCRYPTED_DOCUMENT"
+
+
+class ParseError(DocumentRefused):
+    """The bytes are the type they claim but cannot be read (corrupt, truncated, undecodable)."""
+
+    code = "PARSE_ERROR"
+
+
+class ParseTimeoutError(ParseError):
+    code = "PARSE_TIMEOUT"
+
+
+class ScannedPdfError(DocumentRefused):
+    code = "SCANNED_PDF"
+
+
+class SparseDocumentError(DocumentRefused):
+    code = "DOCUMENT_TOO_SPARSE"
+
+
+class EmbeddingError(SluiceError):
+    """A provider refused or failed; summarised for the row, detailed in the log."""
+
+    status = 502
+    code = "EMBEDDING_FAILED"
+
+
+class EmbeddingCallError(EmbeddingError):
+    """An embedding call the provider refused or could not answer.
+
+    The message and ``summary()`` say what happened and what to do, never the
+    provider's own text, its URL or the key: those go to the ``sluice.embedding``
+    log with the traceback (R-DOC-4). ``transient`` tells a stage that a later
+    redelivery may succeed where an immediate one will not.
+    """
+
+    happened = "the embedding provider failed"
+    advice = "check the collection's embedding settings"
+    transient = False
+
+    def __init__(self, provider: str, model: str) -> None:
+        super().__init__(
+            f"Embedding with provider '{provider}' failed: {self.happened} ({self.kind}) - {self.advice}.",
+            details={"provider": provider, "model": model, "kind": self.kind},
+        )
+        self.provider = provider
+        self.model = model
+
+    @property
+    def kind(self) -> str:
+        # The R-DOC-4 example names the failure without the package's prefix.
+        return type(self).__name__.removeprefix("Embedding")
+
+    def summary(self, stage: str = "indexed") -> str:
+        """The ``documents.error_message`` for a document this failure stopped."""
+        return (
+            f"The document could not be {stage} ({self.kind}) - {self.advice}, "
+            "then retry the upload. The worker log has the full error."
+        )
+
+
+class EmbeddingAuthenticationError(EmbeddingCallError):
+    happened = "the provider refused the credential"
+    advice = "check the collection's embedding credential"
+
+
+class EmbeddingCredentialMissingError(EmbeddingCallError):
+    """The collection's key is gone, unreadable, or holds no API key (no deployment key to fall back to)."""
+
+    happened = "the collection's embedding credential could not be read or holds no API key"
+    advice = "choose an embedding credential the collection can use"
+
+
+class EmbeddingRateLimitedError(EmbeddingCallError):
+    happened = "the provider kept rate limiting the requests"
+    advice = "wait a few minutes"
+    transient = True
+
+
+class EmbeddingProviderError(EmbeddingCallError):
+    happened = "the provider failed or did not answer in time"
+    advice = "wait a few minutes and check that the embedding endpoint is up"
+    transient = True
+
+
+class EmbeddingModelNotServedError(EmbeddingCallError):
+    happened = "the endpoint does not serve the collection's model"
+    advice = "check the collection's embedding provider and endpoint"
+
+
+class EmbeddingInputRejectedError(EmbeddingCallError):
+    happened = "the provider refused the text it was sent"
+    advice = "use a smaller chunk_size for this collection"
+
+
+class EmbeddingResponseError(EmbeddingCallError):
+    happened = "the provider answered with vectors the collection cannot store"
+    advice = "check that the embedding endpoint serves the collection's model at its recorded width"

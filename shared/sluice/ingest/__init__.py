@@ -1,0 +1,1 @@
+"""The ingestion pipeline: accepting uploads, and the parse → chunk → embed stages."""

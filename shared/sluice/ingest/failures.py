@@ -1,0 +1,26 @@
+"""What a failed ingest says (R-DOC-4): a summary for the row, the details for the log."""
+
+from __future__ import annotations
+
+from sluice.errors import DocumentRefused
+
+_ADVICE = {
+    "parsing": "the file could not be read - check that it opens, then retry the upload.",
+    "chunking": "check the collection's chunking settings, then retry the upload.",
+    "embedding": "check the collection's embedding provider and credential, then retry the upload.",
+    "queued": "retry the upload.",
+}
+
+
+def failure_summary(stage: str, exc: BaseException) -> str:
+    """Refusals Sluice raised pass through whole; anything else becomes stage + type + advice."""
+    if isinstance(exc, DocumentRefused):
+        return exc.message
+    summary = getattr(exc, "summary", None)
+    if isinstance(summary, str) and summary:
+        return summary
+    advice = _ADVICE.get(stage.split(" ")[0], "retry the upload.")
+    return (
+        f"The document could not be indexed ({type(exc).__name__} while {stage.split(' ')[0]}) - {advice} "
+        "The worker log has the full error."
+    )

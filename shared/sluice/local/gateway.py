@@ -1,0 +1,130 @@
+"""The local HTTP API: requests become API Gateway HTTP API (payload 2.0) events for the
+handler the template maps the route to; the JWT check stands in for the authorizer."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import jwt
+
+from sluice.local.template import ACCOUNT, Route
+from sluice.local.tokens import as_authorizer_claims, verify
+
+# API Gateway refuses a body over 10 MB; Lambda refuses an event over 6 MB.
+API_MAX_BODY = 10 * 1024 * 1024
+LAMBDA_MAX_EVENT = 6 * 1024 * 1024
+_TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded")
+
+Invoke = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], bytes]:
+    body = json.dumps({"error": {"code": code, "message": message, "details": {}}}).encode()
+    return status, {"content-type": "application/json"}, body
+
+
+def build_event(route: Route, method: str, path: str, query: str, headers: dict[str, str], body: bytes,
+                params: dict[str, str], claims: dict[str, str] | None, source_ip: str) -> dict[str, Any]:
+    ctype = headers.get("content-type", "")
+    is_text = any(ctype.startswith(t) for t in _TEXT_TYPES)
+    now = time.time()
+    route_key = f"{route.method} {route.path}"
+    context: dict[str, Any] = {
+        "accountId": ACCOUNT, "apiId": "local", "domainName": "127.0.0.1", "domainPrefix": "local",
+        "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": source_ip,
+                 "userAgent": headers.get("user-agent", "")},
+        "requestId": str(uuid.uuid4()), "routeKey": route_key, "stage": "$default",
+        "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)), "timeEpoch": int(now * 1000),
+    }
+    if claims is not None:
+        context["authorizer"] = {"jwt": {"claims": claims, "scopes": None}}
+    qs = {k: ",".join(v) for k, v in parse_qs(query, keep_blank_values=True).items()}
+    event: dict[str, Any] = {
+        "version": "2.0", "routeKey": route_key, "rawPath": path, "rawQueryString": query,
+        "headers": headers, "requestContext": context, "isBase64Encoded": not is_text,
+    }
+    if qs:
+        event["queryStringParameters"] = qs
+    if params:
+        event["pathParameters"] = params
+    if body:
+        event["body"] = body.decode("utf-8", "replace") if is_text else base64.b64encode(body).decode()
+    return event
+
+
+class Gateway:
+    def __init__(self, routes: list[Route], invoke: Invoke, jwt_secret: str) -> None:
+        self.routes = [(r, r.pattern()) for r in routes]
+        self.invoke = invoke
+        self.jwt_secret = jwt_secret
+
+    def handle(self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str
+               ) -> tuple[int, dict[str, str], bytes]:
+        parts = urlsplit(target)
+        path = parts.path
+        matched = None
+        for route, pattern in self.routes:
+            m = pattern.match(path)
+            if m and route.method == method:
+                matched = (route, m.groupdict())
+                break
+        if matched is None:
+            return _error(404, "NOT_FOUND", "No such route")
+        route, params = matched
+        if len(body) > API_MAX_BODY:
+            return _error(413, "FILE_TOO_LARGE", "The request body is larger than the API accepts (10 MB).")
+        claims = None
+        if route.auth:
+            auth = headers.get("authorization", "")
+            token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+            try:
+                claims = as_authorizer_claims(verify(self.jwt_secret, token))
+            except jwt.InvalidTokenError:
+                return _error(401, "UNAUTHORIZED", "A valid bearer token is required")
+        event = build_event(route, method, path, parts.query, headers, body, params, claims, source_ip)
+        if len(json.dumps(event)) > LAMBDA_MAX_EVENT:
+            return _error(413, "FILE_TOO_LARGE",
+                          "The request is larger than a function accepts (6 MB); use a presigned upload (POST /kb/{kb_id}/uploads).")
+        result = self.invoke(route.function, event)
+        status = int(result.get("statusCode", 200))
+        out_headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
+        raw = result.get("body") or ""
+        payload = base64.b64decode(raw) if result.get("isBase64Encoded") else str(raw).encode()
+        return status, out_headers, payload
+
+    def serve(self, host: str, port: int) -> ThreadingHTTPServer:
+        gateway = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _any(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                status, out_headers, payload = gateway.handle(
+                    self.command, self.path, headers, body, self.client_address[0]
+                )
+                self.send_response(status)
+                for k, v in out_headers.items():
+                    if k not in ("content-length", "connection"):
+                        self.send_header(k, v)
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+        server = ThreadingHTTPServer((host, port), Handler)
+        server.daemon_threads = True
+        return server

@@ -1,0 +1,275 @@
+"""``sluice local up``: embedded PostgreSQL, moto in server mode, the resources and wiring of
+template.yaml, the SQS pumps and the HTTP gateway, in one process (DESIGN "The local runtime")."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from sluice.local.gateway import Gateway
+from sluice.local.pump import QueuePump
+from sluice.local.template import ACCOUNT, REGION, FunctionDef, Resolver, Template, parse
+
+log = logging.getLogger("sluice.local")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def project_root() -> Path:
+    env = os.environ.get("SLUICE_ROOT")
+    if env:
+        return Path(env)
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "template.yaml").is_file():
+            return parent
+    return Path.cwd()
+
+
+@dataclass
+class LambdaContext:
+    function_name: str
+    timeout_seconds: int
+    memory_limit_in_mb: int = 1024
+    function_version: str = "$LATEST"
+
+    def __post_init__(self) -> None:
+        self.aws_request_id = str(uuid.uuid4())
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.function_name}"
+        self.log_group_name = f"/aws/lambda/{self.function_name}"
+        self.log_stream_name = "local"
+        self._deadline = time.monotonic() + self.timeout_seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+class LocalRuntime:
+    def __init__(self, *, root: Path | None = None, data_dir: Path | None = None, api_port: int = 8787,
+                 moto_port: int | None = None, database_url: str | None = None, pumps: bool = True,
+                 host: str = "127.0.0.1") -> None:
+        self.root = root or project_root()
+        self.data_dir = data_dir or self.root / ".sluice"
+        self.api_port = api_port
+        self.moto_port = moto_port or free_port()
+        self.host = host
+        self.database_url = database_url
+        self.with_pumps = pumps
+        self.template: Template = parse(self.root / "template.yaml")
+        self.resolve: Resolver | None = None
+        self.queue_urls: dict[str, str] = {}
+        self.queue_arns: dict[str, str] = {}
+        self.pumps: list[QueuePump] = []
+        self._modules: dict[str, ModuleType] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._pg: Any = None
+        self._moto: Any = None
+        self._http: Any = None
+        self._http_thread: threading.Thread | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.host}:{self.api_port}"
+
+    @property
+    def moto_url(self) -> str:
+        return f"http://127.0.0.1:{self.moto_port}"
+
+    def start(self) -> LocalRuntime:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._start_postgres()
+        self._start_moto()
+        self._create_resources()
+        self._apply_environment()
+        from sluice.db.migrations import migrate
+
+        migrate(self.database_url or "")
+        for fn in self.template.functions.values():
+            self._load(fn)
+        if self.with_pumps:
+            self._start_pumps()
+        self._start_gateway()
+        return self
+
+    def stop(self) -> None:
+        for pump in self.pumps:
+            pump.stop()
+        self.pumps.clear()
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+        from sluice.db.connection import close_pool
+
+        close_pool()
+        if self._moto is not None:
+            self._moto.stop()
+            self._moto = None
+        if self._pg is not None:
+            self._pg.cleanup()
+            self._pg = None
+
+    def __enter__(self) -> LocalRuntime:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- pieces ------------------------------------------------------------------------------
+    def _start_postgres(self) -> None:
+        if self.database_url:
+            return
+        import pgserver
+
+        self._pg = pgserver.get_server(self.data_dir / "pgdata", cleanup_mode="stop")
+        self.database_url = self._pg.get_uri()
+
+    def _start_moto(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        os.environ.update({
+            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105 - moto's
+            "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL": self.moto_url,
+        })
+        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        self._moto.start()
+
+    def _client(self, service: str) -> Any:
+        import boto3
+
+        return boto3.session.Session().client(service, region_name=REGION, endpoint_url=self.moto_url)
+
+    def _create_resources(self) -> None:
+        t = self.template
+        resources = t.raw["Resources"]
+        kms = self._client("kms")
+        key = kms.create_key(Description=resources[t.key]["Properties"].get("Description", "sluice"))
+        key_arn, key_id = key["KeyMetadata"]["Arn"], key["KeyMetadata"]["KeyId"]
+        sqs = self._client("sqs")
+        refs: dict[str, Any] = {t.key: key_id}
+        attrs: dict[tuple[str, str], Any] = {(t.key, "Arn"): key_arn}
+        # Dead-letter queues first: the others name them in their redrive policy.
+        ordered = sorted(t.queues.values(), key=lambda q: q.dead_letter is not None)
+        for q in ordered:
+            attributes = {"VisibilityTimeout": str(q.visibility_timeout)}
+            if q.dead_letter:
+                import json
+
+                attributes["RedrivePolicy"] = json.dumps(
+                    {"deadLetterTargetArn": self.queue_arns[q.dead_letter], "maxReceiveCount": q.max_receive_count}
+                )
+            url = sqs.create_queue(QueueName=f"sluice-{q.name}", Attributes=attributes)["QueueUrl"]
+            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            self.queue_urls[q.name], self.queue_arns[q.name] = url, arn
+            refs[q.name] = url
+            attrs[(q.name, "Arn")] = arn
+        self.resolve = Resolver(t, refs, attrs, {"DatabaseUrl": self.database_url})
+        bucket_props = resources[t.bucket]["Properties"]
+        bucket = self.resolve(bucket_props["BucketName"])
+        refs[t.bucket] = bucket
+        attrs[(t.bucket, "Arn")] = f"arn:aws:s3:::{bucket}"
+        self.resolve = Resolver(t, refs, attrs, {"DatabaseUrl": self.database_url})
+        s3 = self._client("s3")
+        s3.create_bucket(Bucket=bucket)
+        s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=self.resolve(
+            bucket_props["BucketEncryption"]["ServerSideEncryptionConfiguration"]))
+        s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=bucket_props[
+            "PublicAccessBlockConfiguration"])
+        s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration={
+            "QueueConfigurations": [
+                {"Id": f"n{i}", "QueueArn": self.queue_arns[n.queue], "Events": [n.event],
+                 "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": n.prefix}]}}}
+                for i, n in enumerate(t.notifications)
+            ]
+        })
+        self.bucket = bucket
+        self.key_arn = key_arn
+
+    def _apply_environment(self) -> None:
+        assert self.resolve is not None
+        env: dict[str, str] = {}
+        for fn in self.template.functions.values():
+            env.update({k: str(self.resolve(v)) for k, v in fn.environment.items()})
+        env["DATABASE_URL"] = self.database_url or ""
+        os.environ.update(env)
+        os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+        os.environ.setdefault("SLUICE_ROOT", str(self.root))
+        from sluice import wiring
+        from sluice.config import reset_settings
+        from sluice.db.connection import close_pool
+
+        reset_settings()
+        close_pool()
+        wiring.reset()
+
+    def _load(self, fn: FunctionDef) -> ModuleType:
+        if fn.name not in self._modules:
+            module_name, _, _ = fn.handler.rpartition(".")
+            path = self.root / fn.code_uri / f"{module_name.replace('.', '/')}.py"
+            spec = importlib.util.spec_from_file_location(f"sluice_function_{fn.name}", path)
+            assert spec and spec.loader
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._modules[fn.name] = module
+            self._locks[fn.name] = threading.Lock()
+        return self._modules[fn.name]
+
+    def invoke(self, function: str, event: dict[str, Any]) -> Any:
+        """Call a function's handler as Lambda would: one event at a time per function."""
+        fn = self.template.functions[function]
+        handler = getattr(self._load(fn), fn.handler.rpartition(".")[2])
+        with self._locks[function]:
+            return handler(event, LambdaContext(function, fn.timeout))
+
+    def _start_pumps(self) -> None:
+        sqs = self._client("sqs")
+        for fn in self.template.functions.values():
+            for queue in fn.queues:
+                pump = QueuePump(sqs, self.queue_urls[queue], self.queue_arns[queue], fn.batch_size,
+                                 lambda event, name=fn.name: self.invoke(name, event), name=queue)
+                pump.start()
+                self.pumps.append(pump)
+
+    def _start_gateway(self) -> None:
+        from sluice.config import get_settings
+
+        gateway = Gateway(self.template.routes(), self.invoke, get_settings().dev_jwt_secret)
+        self._http = gateway.serve(self.host, self.api_port)
+        self.api_port = self._http.server_address[1]
+        self._http_thread = threading.Thread(target=self._http.serve_forever, name="gateway", daemon=True)
+        self._http_thread.start()
+
+    # --- waiting -----------------------------------------------------------------------------
+    def wait_idle(self, timeout: float = 120.0) -> bool:
+        """Until every pumped queue is empty and no handler is running (tests, demo)."""
+        sqs = self._client("sqs")
+        deadline = time.monotonic() + timeout
+        quiet = 0
+        while time.monotonic() < deadline:
+            pending = 0
+            for pump in self.pumps:
+                a = sqs.get_queue_attributes(QueueUrl=pump.queue_url, AttributeNames=[
+                    "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+                pending += int(a["ApproximateNumberOfMessages"]) + int(a["ApproximateNumberOfMessagesNotVisible"])
+                pending += pump.busy
+            quiet = quiet + 1 if pending == 0 else 0
+            if quiet >= 3:
+                return True
+            time.sleep(0.2)
+        return False

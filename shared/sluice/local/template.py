@@ -1,0 +1,186 @@
+"""Reads template.yaml: functions, routes, queues, notifications (R-SHAPE-1).
+
+Nothing here restates the wiring: routes, triggers and queues come from the
+template, and CloudFormation intrinsics are resolved against local values.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+
+
+class _CfnLoader(yaml.SafeLoader):
+    pass
+
+
+def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+        if suffix == "GetAtt":
+            value = value.split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _tag)
+
+
+def load(path: Path) -> dict[str, Any]:
+    return yaml.load(path.read_text(), Loader=_CfnLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+@dataclass
+class Route:
+    method: str
+    path: str
+    function: str
+    auth: bool
+
+    def pattern(self) -> re.Pattern[str]:
+        regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.path))
+        return re.compile(f"^{regex}$")
+
+
+@dataclass
+class FunctionDef:
+    name: str
+    code_uri: str
+    handler: str
+    environment: dict[str, Any] = field(default_factory=dict)
+    routes: list[Route] = field(default_factory=list)
+    queues: list[str] = field(default_factory=list)  # logical ids of SQS event sources
+    batch_size: int = 10
+    timeout: int = 29
+
+
+@dataclass
+class QueueDef:
+    name: str
+    dead_letter: str | None
+    max_receive_count: int | None
+    visibility_timeout: int
+
+
+@dataclass
+class Notification:
+    queue: str
+    event: str
+    prefix: str
+
+
+@dataclass
+class Template:
+    raw: dict[str, Any]
+    functions: dict[str, FunctionDef]
+    queues: dict[str, QueueDef]
+    notifications: list[Notification]
+    bucket: str
+    key: str
+
+    def routes(self) -> list[Route]:
+        return [r for f in self.functions.values() for r in f.routes]
+
+    def function_for_queue(self, queue: str) -> FunctionDef | None:
+        return next((f for f in self.functions.values() if queue in f.queues), None)
+
+
+def _logical(value: Any) -> str:
+    """The logical id a ``!GetAtt X.Arn`` or ``!Ref X`` points at."""
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return value["Ref"]
+        if "Fn::GetAtt" in value:
+            return value["Fn::GetAtt"][0]
+    raise ValueError(f"expected a reference, got {value!r}")
+
+
+def parse(path: Path) -> Template:
+    raw = load(path)
+    resources: dict[str, Any] = raw["Resources"]
+    globals_fn = raw.get("Globals", {}).get("Function", {})
+    functions: dict[str, FunctionDef] = {}
+    queues: dict[str, QueueDef] = {}
+    notifications: list[Notification] = []
+    bucket = key = ""
+    for name, res in resources.items():
+        props = res.get("Properties", {}) or {}
+        kind = res["Type"]
+        if kind == "AWS::Serverless::Function":
+            env = dict(globals_fn.get("Environment", {}).get("Variables", {}))
+            env.update(props.get("Environment", {}).get("Variables", {}))
+            fn = FunctionDef(name, props["CodeUri"], props["Handler"], env,
+                             timeout=int(props.get("Timeout", globals_fn.get("Timeout", 3))))
+            for ev in (props.get("Events") or {}).values():
+                ep = ev.get("Properties", {})
+                if ev["Type"] == "HttpApi":
+                    auth = (ep.get("Auth") or {}).get("Authorizer") != "NONE"
+                    fn.routes.append(Route(ep["Method"].upper(), ep["Path"], name, auth))
+                elif ev["Type"] == "SQS":
+                    fn.queues.append(_logical(ep["Queue"]))
+                    fn.batch_size = int(ep.get("BatchSize", 10))
+            functions[name] = fn
+        elif kind == "AWS::SQS::Queue":
+            redrive = props.get("RedrivePolicy") or {}
+            queues[name] = QueueDef(
+                name,
+                _logical(redrive["deadLetterTargetArn"]) if redrive else None,
+                int(redrive["maxReceiveCount"]) if redrive else None,
+                int(props.get("VisibilityTimeout", 30)),
+            )
+        elif kind == "AWS::S3::Bucket":
+            bucket = name
+            for qc in (props.get("NotificationConfiguration") or {}).get("QueueConfigurations", []):
+                rules = qc.get("Filter", {}).get("S3Key", {}).get("Rules", [])
+                prefix = next((r["Value"] for r in rules if r["Name"] == "prefix"), "")
+                notifications.append(Notification(_logical(qc["Queue"]), qc["Event"], prefix))
+        elif kind == "AWS::KMS::Key":
+            key = name
+    return Template(raw, functions, queues, notifications, bucket, key)
+
+
+class Resolver:
+    """Resolves the intrinsics the template uses against local physical values."""
+
+    def __init__(self, template: Template, refs: dict[str, Any], attrs: dict[tuple[str, str], Any],
+                 parameters: dict[str, Any] | None = None) -> None:
+        self.refs = dict(refs)
+        self.attrs = attrs
+        params = {k: v.get("Default", "") for k, v in template.raw.get("Parameters", {}).items()}
+        params.update(parameters or {})
+        self.refs.update(params)
+        self.refs.update({"AWS::AccountId": ACCOUNT, "AWS::Region": REGION, "AWS::Partition": "aws",
+                          "AWS::StackName": "sluice-local", "AWS::URLSuffix": "amazonaws.com"})
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            if "Ref" in value:
+                return self.refs[value["Ref"]]
+            if "Fn::GetAtt" in value:
+                logical, attr = value["Fn::GetAtt"]
+                return self.attrs[(logical, attr)]
+            if "Fn::Sub" in value:
+                text = value["Fn::Sub"]
+                return re.sub(r"\$\{([^}]+)\}", lambda m: str(self._sub(m.group(1))), text)
+            return {k: self(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        return value
+
+    def _sub(self, name: str) -> Any:
+        if "." in name and name.split(".")[0] not in ("AWS::AccountId",):
+            logical, attr = name.split(".", 1)
+            if (logical, attr) in self.attrs:
+                return self.attrs[(logical, attr)]
+        return self.refs[name]

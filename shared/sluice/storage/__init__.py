@@ -1,0 +1,23 @@
+"""Object storage: key naming, filename sanitising, and the S3 adapter (SSE-KMS always)."""
+
+from sluice.storage.keys import (
+    chat_key,
+    collection_prefix,
+    inbox_kb_id,
+    parse_stage_key,
+    rag_key,
+    safe_filename,
+    stage_key,
+)
+from sluice.storage.s3 import ObjectStore
+
+__all__ = [
+    "ObjectStore",
+    "chat_key",
+    "collection_prefix",
+    "inbox_kb_id",
+    "parse_stage_key",
+    "rag_key",
+    "safe_filename",
+    "stage_key",
+]

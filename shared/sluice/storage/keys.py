@@ -1,0 +1,80 @@
+"""Where each object lives (R-UP-5, DESIGN "Data flow"). Filenames are labels, never paths."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from dataclasses import dataclass
+
+MAX_NAME_CHARS = 120
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_filename(name: str) -> str:
+    """A storage-safe version of an untrusted filename.
+
+    Path separators become underscores after dropping `.`/`..` components, so
+    ``../../etc/passwd`` is ``etc_passwd``; control characters go; the result is
+    bounded and keeps its extension, and is never empty or dot-only.
+    """
+    name = unicodedata.normalize("NFKC", name or "")
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C")
+    parts = [p for p in re.split(r"[\\/]+", name) if p not in ("", ".", "..")]
+    cleaned = _UNSAFE.sub("_", "_".join(parts)).strip("._")
+    cleaned = re.sub(r"_{2,}", "_", cleaned)
+    if not cleaned:
+        cleaned = "file"
+    if len(cleaned) > MAX_NAME_CHARS:
+        stem, dot, ext = cleaned.rpartition(".")
+        if dot and 0 < len(ext) <= 10 and stem:
+            cleaned = stem[: MAX_NAME_CHARS - len(ext) - 1] + "." + ext
+        else:
+            cleaned = cleaned[:MAX_NAME_CHARS]
+    return cleaned
+
+
+def rag_key(collection: str, filename: str, object_id: uuid.UUID | None = None) -> str:
+    """``rag/<collection>/<uuid>_<safe name>``: two ``report.csv`` never collide."""
+    return f"rag/{collection}/{object_id or uuid.uuid4()}_{safe_filename(filename)}"
+
+
+def chat_key(user_id: str, filename: str, object_id: uuid.UUID | None = None) -> str:
+    return f"chat/{safe_filename(user_id)}/{object_id or uuid.uuid4()}_{safe_filename(filename)}"
+
+
+def collection_prefix(collection: str) -> str:
+    return f"rag/{collection}/"
+
+
+def inbox_kb_id(key: str) -> uuid.UUID | None:
+    """The knowledge base an ``inbox/<kb_id>/<path>`` drop is addressed to, or None."""
+    parts = key.split("/", 2)
+    if len(parts) < 3 or parts[0] != "inbox" or not parts[2] or parts[2].endswith("/"):
+        return None
+    try:
+        return uuid.UUID(parts[1])
+    except ValueError:
+        return None
+
+
+STAGE_SUFFIX = {"parsed": "json", "chunks": "jsonl"}
+
+
+def stage_key(stage: str, document_id: uuid.UUID, attempt: int) -> str:
+    """``stage/<stage>/<doc>.<attempt>.<ext>``: one artifact per document attempt."""
+    return f"stage/{stage}/{document_id}.{attempt}.{STAGE_SUFFIX[stage]}"
+
+
+@dataclass(frozen=True)
+class StageRef:
+    stage: str
+    document_id: uuid.UUID
+    attempt: int
+
+
+def parse_stage_key(key: str) -> StageRef | None:
+    m = re.fullmatch(r"stage/(parsed|chunks)/([0-9a-f-]{36})\.(\d+)\.(json|jsonl)", key)
+    if not m:
+        return None
+    return StageRef(m.group(1), uuid.UUID(m.group(2)), int(m.group(3)))

@@ -1,0 +1,120 @@
+"""The S3 adapter. Every write names SSE-KMS and the configured key (R-UP-4)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    key: str
+    size: int
+    etag: str
+    metadata: dict[str, str]
+
+
+class ObjectStore:
+    def __init__(self, s3_client: Any, bucket: str, kms_key_id: str) -> None:
+        self._s3 = s3_client
+        self.bucket = bucket
+        self.kms_key_id = kms_key_id
+
+    def _sse(self) -> dict[str, str]:
+        args = {"ServerSideEncryption": "aws:kms"}
+        if self.kms_key_id:
+            args["SSEKMSKeyId"] = self.kms_key_id
+        return args
+
+    def put(
+        self,
+        key: str,
+        body: bytes,
+        *,
+        content_type: str = "application/octet-stream",
+        metadata: dict[str, str] | None = None,
+        only_if_absent: bool = False,
+    ) -> bool:
+        """Write an object; with ``only_if_absent`` an existing key is left alone and False returned."""
+        args: dict[str, Any] = {
+            "Bucket": self.bucket,
+            "Key": key,
+            "Body": body,
+            "ContentType": content_type,
+            "Metadata": metadata or {},
+            **self._sse(),
+        }
+        if only_if_absent:
+            args["IfNoneMatch"] = "*"
+        try:
+            self._s3.put_object(**args)
+        except ClientError as exc:
+            if only_if_absent and exc.response["Error"]["Code"] in ("PreconditionFailed", "412"):
+                return False
+            raise
+        return True
+
+    def get(self, key: str) -> bytes:
+        return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+    def get_limited(self, key: str, max_bytes: int) -> tuple[bytes, int]:
+        """Read at most ``max_bytes`` + 1 bytes: the caller learns it is too big without holding it all."""
+        resp = self._s3.get_object(Bucket=self.bucket, Key=key)
+        size = int(resp["ContentLength"])
+        body = resp["Body"].read(max_bytes + 1)
+        resp["Body"].close()
+        return body, size
+
+    def head(self, key: str) -> StoredObject | None:
+        try:
+            resp = self._s3.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return StoredObject(key, int(resp["ContentLength"]), resp["ETag"].strip('"'), resp.get("Metadata", {}))
+
+    def delete(self, key: str) -> None:
+        self._s3.delete_object(Bucket=self.bucket, Key=key)
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        batch: list[dict[str, str]] = []
+        for key in keys:
+            batch.append({"Key": key})
+            if len(batch) == 1000:
+                self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+                batch = []
+        if batch:
+            self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+
+    def presigned_post(self, key: str, *, max_bytes: int, expires_in: int, metadata: dict[str, str]) -> dict:
+        """A POST policy pinning the key, the size range and SSE-KMS (R-UP-2)."""
+        fields: dict[str, str] = {"x-amz-server-side-encryption": "aws:kms"}
+        conditions: list[Any] = [
+            ["content-length-range", 1, max_bytes],
+            {"x-amz-server-side-encryption": "aws:kms"},
+        ]
+        if self.kms_key_id:
+            fields["x-amz-server-side-encryption-aws-kms-key-id"] = self.kms_key_id
+            conditions.append({"x-amz-server-side-encryption-aws-kms-key-id": self.kms_key_id})
+        for name, value in metadata.items():
+            fields[f"x-amz-meta-{name}"] = value
+            conditions.append({f"x-amz-meta-{name}": value})
+        post = self._s3.generate_presigned_post(
+            Bucket=self.bucket, Key=key, Fields=fields, Conditions=conditions, ExpiresIn=expires_in
+        )
+        return {"url": post["url"], "fields": post["fields"], "expires_in": expires_in}
+
+    def presigned_get(self, key: str, *, expires_in: int, filename: str) -> str:
+        return self._s3.generate_presigned_url(
+            "get_object",
+            Params={
+                "Bucket": self.bucket,
+                "Key": key,
+                "ResponseContentDisposition": f'attachment; filename="{filename}"',
+            },
+            ExpiresIn=expires_in,
+        )

@@ -1,0 +1,1 @@
+"""The pgvector store: runtime tables per collection, name rules, batched writes, search."""

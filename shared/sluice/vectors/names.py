@@ -1,0 +1,51 @@
+"""What a collection may be called (R-VEC-2). The one place a table name is built."""
+
+from __future__ import annotations
+
+import re
+
+from psycopg import sql
+
+from sluice.errors import ValidationError
+
+MAX_COLLECTION_CHARS = 45
+_IDENT = re.compile(r"[a-z_][a-z0-9_]*")
+RESERVED = frozenset({"all"})
+# Tables the migrations own that carry the runtime prefix once prefixed. Derived
+# from the schema at runtime by ``owned_rag_tables``; this literal covers names
+# that exist before a database is reachable (API validation).
+SCHEMA_TABLES = frozenset(
+    {"knowledge_bases", "knowledge_base_grants", "documents", "collection_teardowns", "schema_migrations"}
+)
+
+
+def validate_collection_name(name: str, field: str = "collection_name") -> str:
+    problem = None
+    if not isinstance(name, str) or not name:
+        problem = "A collection name is required."
+    elif len(name) > MAX_COLLECTION_CHARS:
+        problem = f"A collection name is at most {MAX_COLLECTION_CHARS} characters."
+    elif not _IDENT.fullmatch(name):
+        problem = (
+            "A collection name is a bare lower-case identifier: letters a-z, digits and "
+            "underscores, not starting with a digit."
+        )
+    elif name in RESERVED:
+        problem = f"'{name}' is reserved."
+    elif name in SCHEMA_TABLES or f"rag_{name}" in SCHEMA_TABLES:
+        problem = f"'{name}' names a table Sluice owns once prefixed; choose another name."
+    if problem:
+        raise ValidationError("Invalid collection name", fields={field: problem})
+    return name
+
+
+def table_name(collection: str) -> str:
+    return "rag_" + validate_collection_name(collection)
+
+
+def table_ident(collection: str) -> sql.Identifier:
+    return sql.Identifier(table_name(collection))
+
+
+def index_ident(collection: str, suffix: str) -> sql.Identifier:
+    return sql.Identifier(f"{table_name(collection)}_{suffix}")

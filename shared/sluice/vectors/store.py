@@ -1,0 +1,149 @@
+"""Runtime vector tables ``rag_<collection>`` (R-VEC-1) and the batched chunk write (R-VEC-3)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import numpy as np
+import psycopg
+from pgvector import Vector
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from sluice.vectors.names import index_ident, table_ident, table_name
+
+
+@dataclass
+class ChunkRow:
+    """One chunk as stored: content, its vector and the metadata of R-CHUNK-3."""
+
+    document_id: uuid.UUID
+    kb_id: uuid.UUID
+    org_id: str | None
+    chunk_index: int
+    content: str
+    embedding: Sequence[float]
+    page_start: int | None = None
+    page_end: int | None = None
+    source: str | None = None
+    document_type: str | None = None
+    organizational_unit: str | None = None
+    document_date: date | None = None
+    source_path: str | None = None
+    filename: str | None = None
+    content_hash: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+_COLUMNS = (
+    "document_id", "kb_id", "org_id", "chunk_index", "content", "embedding", "page_start", "page_end",
+    "source", "document_type", "organizational_unit", "document_date", "source_path", "filename",
+    "content_hash", "metadata",
+)
+_COPY_TYPES = (
+    "uuid", "uuid", "text", "int4", "text", "vector", "int4", "int4",
+    "text", "text", "text", "date", "text", "text", "text", "jsonb",
+)
+
+
+def table_exists(conn: psycopg.Connection, collection: str) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) AS reg", (table_name(collection),)).fetchone()
+    return row is not None and (row["reg"] if isinstance(row, dict) else row[0]) is not None
+
+
+def ensure_table(conn: psycopg.Connection, collection: str, dim: int) -> None:
+    """Create the collection's table and indexes if absent, inside the caller's transaction."""
+    # Two workers creating one table at once would collide on pg_type; serialise them.
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table_name(collection),))
+    if table_exists(conn, collection):
+        return
+    t = table_ident(collection)
+    conn.execute(
+        sql.SQL(
+            """
+            CREATE TABLE IF NOT EXISTS {t} (
+                id                  bigserial PRIMARY KEY,
+                document_id         uuid    NOT NULL,
+                kb_id               uuid,
+                org_id              text,
+                chunk_index         integer NOT NULL,
+                content             text    NOT NULL,
+                embedding           vector({dim}) NOT NULL,
+                page_start          integer,
+                page_end            integer,
+                source              text,
+                document_type       text,
+                organizational_unit text,
+                document_date       date,
+                source_path         text,
+                filename            text,
+                content_hash        text,
+                metadata            jsonb   NOT NULL DEFAULT '{{}}'::jsonb,
+                content_tsv         tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED
+            )
+            """
+        ).format(t=t, dim=sql.Literal(int(dim)))
+    )
+    statements = [
+        ("embedding_idx", "USING hnsw (embedding vector_cosine_ops)"),
+        ("tsv_idx", "USING gin (content_tsv)"),
+        ("spath_idx", "USING hash (source_path)"),
+        ("fname_idx", "USING hash (filename)"),
+        ("chash_idx", "USING hash (content_hash)"),
+        ("kb_idx", "(kb_id)"),
+        ("doc_idx", "(document_id, chunk_index)"),
+    ]
+    for suffix, how in statements:
+        conn.execute(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} " + how).format(i=index_ident(collection, suffix), t=t)
+        )
+
+
+def insert_chunks(conn: psycopg.Connection, collection: str, rows: Sequence[ChunkRow]) -> int:
+    """Write all rows with one binary COPY: no round trip per chunk (R-VEC-3)."""
+    if not rows:
+        return 0
+    stmt = sql.SQL("COPY {t} ({cols}) FROM STDIN WITH (FORMAT BINARY)").format(
+        t=table_ident(collection), cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS))
+    )
+    with conn.cursor() as cur, cur.copy(stmt) as copy:
+        copy.set_types(list(_COPY_TYPES))
+        for r in rows:
+            copy.write_row(
+                (
+                    r.document_id, r.kb_id, r.org_id, r.chunk_index, r.content,
+                    Vector(np.asarray(r.embedding, dtype=np.float32)),
+                    r.page_start, r.page_end, r.source, r.document_type, r.organizational_unit,
+                    r.document_date, r.source_path, r.filename, r.content_hash, Jsonb(r.metadata),
+                )
+            )
+    return len(rows)
+
+
+def delete_document_chunks(conn: psycopg.Connection, collection: str, document_id: uuid.UUID) -> int:
+    if not table_exists(conn, collection):
+        return 0
+    cur = conn.execute(
+        sql.SQL("DELETE FROM {t} WHERE document_id = %s").format(t=table_ident(collection)), (document_id,)
+    )
+    return cur.rowcount
+
+
+def count_chunks(conn: psycopg.Connection, collection: str, document_id: uuid.UUID | None = None) -> int:
+    if not table_exists(conn, collection):
+        return 0
+    query = sql.SQL("SELECT count(*) AS n FROM {t}").format(t=table_ident(collection))
+    params: tuple = ()
+    if document_id is not None:
+        query = query + sql.SQL(" WHERE document_id = %s")
+        params = (document_id,)
+    row = conn.execute(query, params).fetchone()
+    return int(row["n"] if isinstance(row, dict) else row[0])
+
+
+def drop_table(conn: psycopg.Connection, collection: str) -> None:
+    conn.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=table_ident(collection)))

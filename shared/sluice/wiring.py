@@ -1,0 +1,33 @@
+"""The composition root: adapters built once per process, handed to domain code."""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from typing import Any
+
+from sluice import aws
+from sluice.config import get_settings
+from sluice.db.connection import transaction
+from sluice.embedding import EmbeddingSpec, build_embedder
+from sluice.ingest.stages import StageContext
+
+_lock = threading.Lock()
+
+
+def embedder_for(spec: EmbeddingSpec) -> Any:
+    bedrock = aws.client("bedrock-runtime") if spec.provider == "bedrock" else None
+    return build_embedder(spec, secrets=aws.SecretsManagerReader(), bedrock_client=bedrock)
+
+
+@lru_cache(maxsize=1)
+def stage_context() -> StageContext:
+    return StageContext(uow=transaction, store=aws.object_store(), settings=get_settings(),
+                        embedder_for=embedder_for)
+
+
+def reset() -> None:
+    """Forget built adapters (the local runtime restarts with new endpoints in tests)."""
+    with _lock:
+        stage_context.cache_clear()
+        aws.reset_clients()

@@ -1,0 +1,112 @@
+"""Shared fixtures: the real embedded PostgreSQL once per session, a clean database per
+test, and the whole local runtime (moto + gateway + pumps) for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus" / "real"
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory):
+    import pgserver
+
+    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    yield server
+    server.cleanup()
+
+
+def _with_db(base_uri: str, name: str) -> str:
+    head, _, tail = base_uri.rpartition("/")
+    query = tail.partition("?")[2]
+    return f"{head}/{name}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture(scope="session")
+def migrated_template(pg_server) -> str:
+    from sluice.db.migrations import migrate
+
+    admin = pg_server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE sluice_template")
+    url = _with_db(admin, "sluice_template")
+    migrate(url)
+    return "sluice_template"
+
+
+@pytest.fixture
+def db_url(pg_server, migrated_template: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh, migrated database for one test, set as the process's DATABASE_URL."""
+    from sluice.config import reset_settings
+    from sluice.db.connection import close_pool
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin = pg_server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{migrated_template}"')
+    url = _with_db(admin, name)
+    monkeypatch.setenv("DATABASE_URL", url)
+    reset_settings()
+    close_pool()
+    yield url
+    close_pool()
+    reset_settings()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def runtime(pg_server, tmp_path_factory: pytest.TempPathFactory):
+    """The whole local stack, as `sluice local up` runs it, on free ports."""
+    from sluice.local.runtime import LocalRuntime
+
+    admin = pg_server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE sluice_e2e")
+    rt = LocalRuntime(root=ROOT, data_dir=tmp_path_factory.mktemp("runtime"), api_port=0,
+                      database_url=_with_db(admin, "sluice_e2e"))
+    rt.start()
+    yield rt
+    rt.stop()
+
+
+@pytest.fixture(scope="session")
+def make_token():
+    def make(user: str, org: str | None = None, perms: list[str] | None = None, admin: bool = False) -> str:
+        from sluice.config import get_settings
+        from sluice.local.tokens import mint
+
+        return mint(get_settings().dev_jwt_secret, user=user, org=org, permissions=perms, app_admin=admin)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def client_for(runtime, make_token):
+    import httpx
+
+    clients: list[httpx.Client] = []
+
+    def make(user: str, org: str | None = None, perms: list[str] | None = None, admin: bool = False):
+        c = httpx.Client(base_url=runtime.api_url, timeout=120,
+                         headers={"Authorization": f"Bearer {make_token(user, org, perms, admin)}"})
+        clients.append(c)
+        return c
+
+    yield make
+    for c in clients:
+        c.close()
