@@ -31,9 +31,9 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory):
 
 
 def _with_db(base_uri: str, name: str) -> str:
-    head, _, tail = base_uri.rpartition("/")
-    query = tail.partition("?")[2]
-    return f"{head}/{name}" + (f"?{query}" if query else "")
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    return make_conninfo(**{**conninfo_to_dict(base_uri), "dbname": name})
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,12 @@ from sluice.api.multipart import parse_form
 from sluice.config import get_settings
 from sluice.db.connection import transaction
 from sluice.errors import ValidationError
-from sluice.ingest.uploads import DocumentFields, PresignRequest, accept_direct_upload, accept_presigned_upload
+from sluice.ingest.uploads import (
+    DocumentFields,
+    PresignRequest,
+    accept_direct_upload,
+    accept_presigned_upload,
+)
 from sluice.observability import logger, metrics, tracer
 from sluice.wiring import stage_context
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from urllib.parse import quote
 
 import psycopg
@@ -49,11 +49,9 @@ def database_url() -> str:
 
 
 def _configure(conn: psycopg.Connection) -> None:
-    try:
+    # The vector extension does not exist before the first migration.
+    with suppress(psycopg.ProgrammingError):
         register_vector(conn)
-    except psycopg.ProgrammingError:
-        # The vector extension does not exist before the first migration.
-        pass
     conn.commit()
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sluice.errors import DocumentRefused
+from sluice.errors import DocumentRefused, EmbeddingCallError
 
 _ADVICE = {
     "parsing": "the file could not be read - check that it opens, then retry the upload.",
@@ -16,9 +16,8 @@ def failure_summary(stage: str, exc: BaseException) -> str:
     """Refusals Sluice raised pass through whole; anything else becomes stage + type + advice."""
     if isinstance(exc, DocumentRefused):
         return exc.message
-    summary = getattr(exc, "summary", None)
-    if isinstance(summary, str) and summary:
-        return summary
+    if isinstance(exc, EmbeddingCallError):
+        return exc.summary()
     advice = _ADVICE.get(stage.split(" ")[0], "retry the upload.")
     return (
         f"The document could not be indexed ({type(exc).__name__} while {stage.split(' ')[0]}) - {advice} "

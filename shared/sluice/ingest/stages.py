@@ -20,7 +20,13 @@ from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.documents import Document
 from sluice.embedding import EmbeddingSpec, find_model
-from sluice.errors import DocumentRefused, FileTooLargeError, SparseDocumentError
+from sluice.errors import (
+    DocumentRefused,
+    EmbeddingCallError,
+    EmbeddingError,
+    FileTooLargeError,
+    SparseDocumentError,
+)
 from sluice.ingest.failures import failure_summary
 from sluice.ingest.uploads import UnitOfWork, _kb_kind
 from sluice.parsing import ParseBudget, extract_isolated, sniff
@@ -194,8 +200,9 @@ def embed_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
 
 
 def _is_final(exc: BaseException) -> bool:
-    from sluice.errors import EmbeddingError
-
+    """A refusal fails the document now; a transient provider failure goes back to the queue."""
+    if isinstance(exc, EmbeddingCallError):
+        return not exc.transient
     return isinstance(exc, DocumentRefused | EmbeddingError)
 
 

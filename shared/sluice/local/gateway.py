@@ -91,7 +91,8 @@ class Gateway:
         event = build_event(route, method, path, parts.query, headers, body, params, claims, source_ip)
         if len(json.dumps(event)) > LAMBDA_MAX_EVENT:
             return _error(413, "FILE_TOO_LARGE",
-                          "The request is larger than a function accepts (6 MB); use a presigned upload (POST /kb/{kb_id}/uploads).")
+                          "The request is larger than a function accepts (6 MB); "
+                          "use a presigned upload (POST /kb/{kb_id}/uploads).")
         result = self.invoke(route.function, event)
         status = int(result.get("statusCode", 200))
         out_headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}

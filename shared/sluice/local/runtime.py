@@ -145,6 +145,7 @@ class LocalRuntime:
             "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
             "AWS_ENDPOINT_URL": self.moto_url,
         })
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         self._moto.start()
 
@@ -185,8 +186,12 @@ class LocalRuntime:
         self.resolve = Resolver(t, refs, attrs, {"DatabaseUrl": self.database_url})
         s3 = self._client("s3")
         s3.create_bucket(Bucket=bucket)
-        s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration=self.resolve(
-            bucket_props["BucketEncryption"]["ServerSideEncryptionConfiguration"]))
+        rules = [
+            {"ApplyServerSideEncryptionByDefault": r["ServerSideEncryptionByDefault"],
+             "BucketKeyEnabled": r.get("BucketKeyEnabled", False)}
+            for r in self.resolve(bucket_props["BucketEncryption"]["ServerSideEncryptionConfiguration"])
+        ]
+        s3.put_bucket_encryption(Bucket=bucket, ServerSideEncryptionConfiguration={"Rules": rules})
         s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=bucket_props[
             "PublicAccessBlockConfiguration"])
         s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration={
@@ -204,7 +209,11 @@ class LocalRuntime:
         env: dict[str, str] = {}
         for fn in self.template.functions.values():
             env.update({k: str(self.resolve(v)) for k, v in fn.environment.items()})
+        # Values that name places on AWS (the layer under /opt, the database) point
+        # at their local counterparts instead.
         env["DATABASE_URL"] = self.database_url or ""
+        env["SLUICE_CATALOG_PATH"] = str(self.root / "infra" / "catalog" / "embedding_models.json")
+        env["SLUICE_MIGRATIONS_DIR"] = str(self.root / "infra" / "migrations")
         os.environ.update(env)
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")

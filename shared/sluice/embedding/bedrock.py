@@ -1,0 +1,187 @@
+"""Amazon Titan Text Embeddings v2 through an injected ``bedrock-runtime`` client.
+
+Titan v2's InvokeModel takes one text per call, so a document's chunks are
+sent a few at a time from a small thread pool (boto3 clients are thread-safe).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from botocore.exceptions import (
+    ClientError,
+    ConnectionError,
+    CredentialRetrievalError,
+    HTTPClientError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
+
+from sluice.embedding.backoff import Deadline, RetryPolicy
+from sluice.embedding.catalog import CatalogModel
+from sluice.embedding.protocol import EmbeddingSpec
+from sluice.embedding.refusal import refuse, rejected_request
+from sluice.errors import (
+    EmbeddingAuthenticationError,
+    EmbeddingCallError,
+    EmbeddingModelNotServedError,
+    EmbeddingProviderError,
+    EmbeddingRateLimitedError,
+    EmbeddingResponseError,
+)
+
+logger = logging.getLogger("sluice.embedding")
+
+TITAN_V2 = "amazon.titan-embed-text-v2:0"
+DEFAULT_CONCURRENCY = 4
+
+_AUTH_CODES = frozenset(
+    {
+        "AccessDeniedException",
+        "UnrecognizedClientException",
+        "InvalidSignatureException",
+        "ExpiredTokenException",
+        "MissingAuthenticationTokenException",
+    }
+)
+_THROTTLE_CODES = frozenset(
+    {"ThrottlingException", "ServiceQuotaExceededException", "TooManyRequestsException"}
+)
+_UNAVAILABLE_CODES = frozenset(
+    {
+        "ServiceUnavailableException",
+        "ModelTimeoutException",
+        "ModelNotReadyException",
+        "InternalServerException",
+        "InternalFailure",
+    }
+)
+
+
+class BedrockEmbedder:
+    def __init__(
+        self,
+        spec: EmbeddingSpec,
+        catalog_model: CatalogModel,
+        *,
+        client: Any,
+        retry: RetryPolicy | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> None:
+        if not spec.model.startswith("amazon.titan-embed-text-v2"):
+            # The request body below is Titan v2's; another Bedrock model needs its own.
+            refuse(EmbeddingModelNotServedError, spec, f"no request format for Bedrock model {spec.model!r}")
+        self.spec = spec
+        self.max_input_tokens = catalog_model.max_input_tokens
+        self._client = client
+        self._retry = retry or RetryPolicy()
+        self._concurrency = max(1, concurrency)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        if self._concurrency == 1 or len(texts) == 1:
+            return [self._embed_one(text) for text in texts]
+        stop = threading.Event()
+
+        def embed(text: str) -> list[float]:
+            # Once one text has failed the document fails; the rest need not be paid for.
+            if stop.is_set():
+                return []
+            try:
+                return self._embed_one(text)
+            except BaseException:
+                stop.set()
+                raise
+
+        pool = ThreadPoolExecutor(max_workers=min(self._concurrency, len(texts)))
+        try:
+            return list(pool.map(embed, texts))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._embed_one(text)
+
+    def _embed_one(self, text: str) -> list[float]:
+        body = json.dumps({"inputText": text, "dimensions": self.spec.dim, "normalize": True})
+        deadline = Deadline(self._retry)
+        attempt = 0
+        while True:
+            attempt += 1
+            failure: type[EmbeddingCallError]
+            cause: Exception
+            try:
+                response = self._client.invoke_model(
+                    modelId=self.spec.model,
+                    body=body,
+                    contentType="application/json",
+                    accept="application/json",
+                )
+                payload = json.loads(response["body"].read())
+            except ClientError as exc:
+                error = exc.response.get("Error", {})
+                failure = self._failure_for(str(error.get("Code", "")), str(error.get("Message", "")))
+                cause, detail = exc, f"invoke_model refused: {error.get('Code')}: {error.get('Message')}"
+            except (HTTPClientError, ConnectionError) as exc:
+                failure, cause, detail = EmbeddingProviderError, exc, "invoke_model did not answer"
+            except (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError) as exc:
+                refuse(EmbeddingAuthenticationError, self.spec, "no AWS credentials", exc, attempts=attempt)
+            except (ValueError, KeyError, TypeError) as exc:
+                refuse(EmbeddingResponseError, self.spec, "the answer is not JSON", exc, attempts=attempt)
+            else:
+                return self._vector(payload, attempt)
+            if not failure.transient or attempt >= self._retry.max_attempts:
+                refuse(failure, self.spec, detail, cause, attempts=attempt)
+            wait = self._retry.delay(attempt)
+            if not deadline.allows(wait):
+                refuse(
+                    failure, self.spec, f"{detail}; no time left to wait {wait:.1f}s", cause, attempts=attempt
+                )
+            logger.warning(
+                "embedding request retried in %.2fs (attempt %d, %s): provider=%s model=%s",
+                wait,
+                attempt,
+                type(cause).__name__,
+                self.spec.provider,
+                self.spec.model,
+            )
+            self._retry.sleep(wait)
+
+    @staticmethod
+    def _failure_for(code: str, message: str) -> type[EmbeddingCallError]:
+        if code in _AUTH_CODES:
+            return EmbeddingAuthenticationError
+        if code in _THROTTLE_CODES:
+            return EmbeddingRateLimitedError
+        if code in _UNAVAILABLE_CODES:
+            return EmbeddingProviderError
+        if code == "ResourceNotFoundException":
+            return EmbeddingModelNotServedError
+        if code == "ValidationException":
+            # Titan answers both "model identifier is invalid" and "Too many input tokens" this way.
+            return rejected_request(message)
+        return EmbeddingProviderError
+
+    def _vector(self, payload: Any, attempts: int) -> list[float]:
+        embedding = payload.get("embedding") if isinstance(payload, dict) else None
+        if not isinstance(embedding, list):
+            refuse(EmbeddingResponseError, self.spec, "the answer holds no embedding", attempts=attempts)
+        if len(embedding) != self.spec.dim:
+            refuse(
+                EmbeddingResponseError,
+                self.spec,
+                f"vector width {len(embedding)}, the collection stores {self.spec.dim}",
+                attempts=attempts,
+            )
+        try:
+            return [float(x) for x in embedding]
+        except (TypeError, ValueError) as exc:
+            refuse(
+                EmbeddingResponseError, self.spec, "the embedding holds a non-number", exc, attempts=attempts
+            )
