@@ -33,23 +33,5 @@ def object_store() -> ObjectStore:
     return ObjectStore(client("s3"), s.bucket_name, s.kms_key_id)
 
 
-class SecretsManagerReader:
-    """Reads an API key from Secrets Manager: a plain string, or JSON with ``api_key``."""
-
-    def get_secret(self, secret_id: str) -> str:
-        import json
-
-        value = client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"]
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            return value
-        if isinstance(parsed, dict):
-            for name in ("api_key", "apiKey", "key", "token"):
-                if parsed.get(name):
-                    return str(parsed[name])
-        return value
-
-
 def reset_clients() -> None:
     client.cache_clear()

@@ -9,15 +9,20 @@ from typing import Any
 from sluice import aws
 from sluice.config import get_settings
 from sluice.db.connection import transaction
-from sluice.embedding import EmbeddingSpec, build_embedder
+from sluice.embedding import EmbeddingSpec, SecretsManagerSecretReader, build_embedder
 from sluice.ingest.stages import StageContext
 
 _lock = threading.Lock()
 
 
+@lru_cache(maxsize=1)
+def secret_reader() -> SecretsManagerSecretReader:
+    return SecretsManagerSecretReader(aws.client("secretsmanager"))
+
+
 def embedder_for(spec: EmbeddingSpec) -> Any:
     bedrock = aws.client("bedrock-runtime") if spec.provider == "bedrock" else None
-    return build_embedder(spec, secrets=aws.SecretsManagerReader(), bedrock_client=bedrock)
+    return build_embedder(spec, secrets=secret_reader(), bedrock_client=bedrock)
 
 
 @lru_cache(maxsize=1)
@@ -30,4 +35,5 @@ def reset() -> None:
     """Forget built adapters (the local runtime restarts with new endpoints in tests)."""
     with _lock:
         stage_context.cache_clear()
+        secret_reader.cache_clear()
         aws.reset_clients()
