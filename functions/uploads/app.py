@@ -5,7 +5,7 @@ from __future__ import annotations
 from aws_lambda_powertools.logging import correlation_paths
 
 from sluice.api.http import build_resolver, json_response, parse_json, principal, raw_body, validate
-from sluice.api.multipart import parse_form
+from sluice.api.multipart import form_fields, parse_form
 from sluice.config import get_settings
 from sluice.db.connection import transaction
 from sluice.errors import ValidationError
@@ -48,19 +48,6 @@ def presign_upload(kb_id: str):
     req = parse_json(app, PresignRequest)
     accepted = accept_presigned_upload(transaction, stage_context().store, get_settings(), p, kb_id, req)
     return json_response(202, accepted.response())
-
-
-def form_fields(raw: dict[str, str]) -> dict:
-    import json
-
-    out: dict = {k: v for k, v in raw.items() if v != ""}
-    if "ingestion" in out:
-        try:
-            out["ingestion"] = json.loads(out["ingestion"])
-        except ValueError:
-            raise ValidationError("ingestion must be a JSON object",
-                                  fields={"ingestion": "Not valid JSON."}) from None
-    return out
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

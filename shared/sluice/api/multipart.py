@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 
@@ -86,3 +88,15 @@ def parse_form(content_type: str | None, body: bytes, *, max_file_bytes: int, to
         raise ValidationError("The multipart body could not be read",
                               fields={"file": "Malformed multipart/form-data body."}) from None
     return form
+
+
+def form_fields(raw: dict[str, str]) -> dict[str, Any]:
+    """Non-file form fields as a body: empty values dropped, ``ingestion`` read as JSON."""
+    out: dict[str, Any] = {k: v for k, v in raw.items() if v != ""}
+    if "ingestion" in out:
+        try:
+            out["ingestion"] = json.loads(out["ingestion"])
+        except ValueError:
+            raise ValidationError("ingestion must be a JSON object",
+                                  fields={"ingestion": "Not valid JSON."}) from None
+    return out

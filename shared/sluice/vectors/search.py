@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from pgvector import Vector
 from psycopg import sql
 
 from sluice.vectors.names import table_ident
@@ -88,7 +87,7 @@ def vector_candidates(
     rows = conn.execute(
         sql.SQL(_CANDIDATES).format(t=table_ident(collection)),
         {
-            "vec": Vector(np.asarray(vector, dtype=np.float32)),
+            "vec": np.asarray(vector, dtype=np.float32),
             "text": text,
             "kb_ids": list(kb_ids),
             "limit": limit,

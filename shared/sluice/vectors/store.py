@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from pgvector import Vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
@@ -116,7 +115,7 @@ def insert_chunks(conn: psycopg.Connection, collection: str, rows: Sequence[Chun
             copy.write_row(
                 (
                     r.document_id, r.kb_id, r.org_id, r.chunk_index, r.content,
-                    Vector(np.asarray(r.embedding, dtype=np.float32)),
+                    np.asarray(r.embedding, dtype=np.float32),
                     r.page_start, r.page_end, r.source, r.document_type, r.organizational_unit,
                     r.document_date, r.source_path, r.filename, r.content_hash, Jsonb(r.metadata),
                 )

@@ -1,0 +1,87 @@
+"""template.yaml is deployable and says what the spec requires (R-SHAPE-1, R-SHAPE-3, R-UP-4)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sluice.local.template import load, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return load(TEMPLATE)
+
+
+def test_cfn_lint_reports_no_error():
+    cfn_lint = Path(sys.executable).with_name("cfn-lint")
+    result = subprocess.run([str(cfn_lint), "--format", "parseable", str(TEMPLATE)],
+                            capture_output=True, text=True, timeout=300)
+    errors = [line for line in result.stdout.splitlines() if ":E" in line or line.startswith("E")]
+    assert result.returncode in (0, 4, 8, 12) and not errors, result.stdout + result.stderr
+
+
+def test_every_function_has_a_handler_file():
+    for fn in parse(TEMPLATE).functions.values():
+        module, _, attr = fn.handler.rpartition(".")
+        path = ROOT / fn.code_uri / f"{module}.py"
+        assert path.is_file(), fn.name
+        spec = importlib.util.spec_from_file_location(f"check_{fn.name}", path)
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        assert callable(getattr(mod, attr)), fn.name
+
+
+def test_bucket_is_kms_encrypted_private_and_tls_only(raw):
+    props = raw["Resources"]["DocumentsBucket"]["Properties"]
+    rule = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    assert rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"] == {"Fn::GetAtt": ["DocumentsKey", "Arn"]}
+    assert rule["BucketKeyEnabled"] is True
+    assert all(props["PublicAccessBlockConfiguration"].values())
+    statements = raw["Resources"]["DocumentsBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    denies = {s["Sid"]: s for s in statements if s["Effect"] == "Deny"}
+    assert denies["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert denies["DenyPutsWithoutKms"]["Condition"] == {
+        "StringNotEquals": {"s3:x-amz-server-side-encryption": "aws:kms"}}
+    assert raw["Resources"]["DocumentsKey"]["Properties"]["EnableKeyRotation"] is True
+
+
+def test_stage_queues_have_dead_letter_queues_and_partial_failures(raw):
+    template = parse(TEMPLATE)
+    sourced = [f for f in template.functions.values() if f.queues]
+    assert {q for f in sourced for q in f.queues} >= {"IngestQueue", "ChunkQueue", "EmbedQueue"}
+    for fn in sourced:
+        events = raw["Resources"][fn.name]["Properties"]["Events"].values()
+        for ev in events:
+            if ev["Type"] == "SQS":
+                assert ev["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"], fn.name
+        for queue in fn.queues:
+            q = template.queues[queue]
+            if q.dead_letter:  # a DLQ consumer reads a queue that has none itself
+                assert q.max_receive_count and q.max_receive_count <= 5
+                # the visibility timeout must outlast the function, or a message is handled twice at once
+                assert q.visibility_timeout >= fn.timeout, queue
+
+
+def test_only_health_is_open(raw):
+    routes = parse(TEMPLATE).routes()
+    assert raw["Resources"]["HttpApi"]["Properties"]["Auth"]["DefaultAuthorizer"] == "JwtAuthorizer"
+    open_routes = {r.path for r in routes if not r.auth}
+    assert open_routes == {"/health"}
+    assert len({(r.method, r.path) for r in routes}) == len(routes), "a route is declared twice"
+
+
+def test_stage_notifications_do_not_overlap():
+    prefixes = [(n.event, n.prefix) for n in parse(TEMPLATE).notifications]
+    for event, prefix in prefixes:
+        clashes = [p for e, p in prefixes if e == event and p != prefix and (p.startswith(prefix) or prefix.startswith(p))]
+        assert not clashes, (event, prefix, clashes)
