@@ -1,4 +1,4 @@
-"""Parse stage: S3 ObjectCreated under rag/ (and direct parse jobs) from the ingest queue."""
+"""Parse stage: S3 events under rag/ and inbox/ (and direct parse jobs) from the ingest queue."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from sluice.ingest import stages
-from sluice.ingest.events import ObjectEvent, ParseJob, read_message
+from sluice.ingest.events import read_message
 from sluice.observability import logger, metrics, tracer
 from sluice.wiring import stage_context
 
@@ -16,10 +16,7 @@ processor = BatchProcessor(event_type=EventType.SQS)
 def record_handler(record: SQSRecord) -> None:
     ctx = stage_context()
     for item in read_message(record.body):
-        if isinstance(item, ParseJob):
-            stages.parse_document(ctx, item.document_id, item.attempt)
-        elif isinstance(item, ObjectEvent) and item.created:
-            stages.on_object_created(ctx, item.key)
+        stages.on_ingest_item(ctx, item)
 
 
 @logger.inject_lambda_context

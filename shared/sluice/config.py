@@ -18,6 +18,8 @@ class Settings(BaseSettings):
     kms_key_id: str = Field("", alias="SLUICE_KMS_KEY_ID")
     presign_expires_seconds: int = Field(900, alias="PRESIGN_EXPIRES_SECONDS")
     download_url_expires_seconds: int = Field(300, alias="DOWNLOAD_URL_EXPIRES_SECONDS")
+    # Where a retry sends its parse job (the stage queue S3 events arrive on)
+    ingest_queue_url: str = Field("", alias="INGEST_QUEUE_URL")
 
     # Database: a URL, or a Secrets Manager secret holding the usual RDS fields
     database_url: str = Field("", alias="DATABASE_URL")

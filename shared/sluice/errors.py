@@ -135,6 +135,12 @@ class SparseDocumentError(DocumentRefused):
     code = "DOCUMENT_TOO_SPARSE"
 
 
+class StoredFileMissingError(DocumentRefused):
+    """The object a document was to be read from is not in storage (any more)."""
+
+    code = "FILE_MISSING"
+
+
 class EmbeddingError(SluiceError):
     """A provider refused or failed; summarised for the row, detailed in the log."""
 
@@ -213,3 +219,17 @@ class EmbeddingInputRejectedError(EmbeddingCallError):
 class EmbeddingResponseError(EmbeddingCallError):
     happened = "the provider answered with vectors the collection cannot store"
     advice = "check that the embedding endpoint serves the collection's model at its recorded width"
+
+
+class RerankerError(SluiceError):
+    """The deployment's reranker failed: the search is refused rather than answered ungated.
+
+    The message never carries the endpoint, its answer or a key; the
+    ``sluice.rerank`` log has them.
+    """
+
+    status = 502
+    code = "RERANKER_FAILED"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"Search could not be completed: {message}.")

@@ -11,6 +11,7 @@ from sluice.config import get_settings
 from sluice.db.connection import transaction
 from sluice.embedding import EmbeddingSpec, SecretsManagerSecretReader, build_embedder
 from sluice.ingest.stages import StageContext
+from sluice.storage import JobQueue
 
 _lock = threading.Lock()
 
@@ -26,6 +27,21 @@ def embedder_for(spec: EmbeddingSpec) -> Any:
 
 
 @lru_cache(maxsize=1)
+def reranker() -> Any:
+    """The deployment's reranker (RERANKER_* settings), or None; built once per cold start."""
+    from sluice.embedding.rerank import RerankerSettings, build_reranker
+
+    settings = RerankerSettings()
+    bedrock = aws.client("bedrock-agent-runtime") if settings.provider == "bedrock" else None
+    secrets = secret_reader() if settings.secret_id else None
+    return build_reranker(settings, bedrock_agent_client=bedrock, secrets=secrets)
+
+
+def job_queue() -> JobQueue:
+    return JobQueue(aws.client("sqs"), get_settings().ingest_queue_url)
+
+
+@lru_cache(maxsize=1)
 def stage_context() -> StageContext:
     return StageContext(uow=transaction, store=aws.object_store(), settings=get_settings(),
                         embedder_for=embedder_for)
@@ -36,4 +52,5 @@ def reset() -> None:
     with _lock:
         stage_context.cache_clear()
         secret_reader.cache_clear()
+        reranker.cache_clear()
         aws.reset_clients()

@@ -83,5 +83,6 @@ def test_only_health_is_open(raw):
 def test_stage_notifications_do_not_overlap():
     prefixes = [(n.event, n.prefix) for n in parse(TEMPLATE).notifications]
     for event, prefix in prefixes:
-        clashes = [p for e, p in prefixes if e == event and p != prefix and (p.startswith(prefix) or prefix.startswith(p))]
+        clashes = [p for e, p in prefixes
+                   if e == event and p != prefix and (p.startswith(prefix) or prefix.startswith(p))]
         assert not clashes, (event, prefix, clashes)

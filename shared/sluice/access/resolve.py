@@ -1,12 +1,34 @@
-"""Resolution of a named base or collection through its knowledge base rows (R-ACC-2).
+"""Resolution of a named base or collection through its knowledge base rows (R-ACC-1, R-ACC-2).
 
-Every refusal is ``CollectionNotFoundError``: out of reach and absent are one
-answer, so the API cannot be used to learn which names exist.
+The rule of who reaches a base lives here and nowhere else; the listing and
+every per-resource route ask these functions. Every refusal is
+``CollectionNotFoundError``: out of reach and absent are one answer, so the API
+cannot be used to learn which names or ids exist.
+
+Three scopes and no fourth (R-ACC-1):
+
+=========  ============================================  ==============================================
+scope      reads                                         writes
+=========  ============================================  ==============================================
+personal   its owner                                     its owner
+org        ``collections:view`` (or ``:edit``) in its    ``collections:edit`` in its organization, or
+           organization, or a grant                      an ``edit`` grant
+app        anybody                                       app admins
+=========  ============================================  ==============================================
+
+An app admin is an admin of the app-wide bases only: a personal base is its
+owner's private pool and an organization's bases are that organization's, so
+neither is opened by the flag. A grant widens what the caller's permissions
+allow on one organization base and never narrows it; it counts only for a
+member of that base's organization, so a grant cannot carry a base across the
+tenant boundary (nothing here knows another organization's users, so a grant
+naming one is inert rather than a leak).
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 import psycopg
 
@@ -16,28 +38,30 @@ from sluice.errors import CollectionNotFoundError
 from sluice.identity import Principal
 
 
+def _grant(p: Principal, kb: KnowledgeBase) -> str | None:
+    if kb.scope != "org" or kb.org_id is None or kb.org_id != p.org_id:
+        return None
+    return kb.grants.get(p.user_id)
+
+
 def can_read(p: Principal, kb: KnowledgeBase) -> bool:
-    if p.is_app_admin or kb.scope == "app":
-        return True
-    if p.user_id in kb.grants:
+    if kb.scope == "app":
         return True
     if kb.scope == "personal":
         return kb.owner_id == p.user_id
-    return kb.org_id is not None and kb.org_id == p.org_id and (
-        p.can("collections:view") or p.can("collections:edit")
-    )
+    if kb.org_id is None or kb.org_id != p.org_id:
+        return False
+    return p.can("collections:view") or p.can("collections:edit") or _grant(p, kb) is not None
 
 
 def can_write(p: Principal, kb: KnowledgeBase) -> bool:
-    if p.is_app_admin:
-        return True
-    if kb.grants.get(p.user_id) == "edit":
-        return True
+    if kb.scope == "app":
+        return p.is_app_admin
     if kb.scope == "personal":
         return kb.owner_id == p.user_id
-    if kb.scope == "org":
-        return kb.org_id is not None and kb.org_id == p.org_id and p.can("collections:edit")
-    return False  # app scope: app admins only
+    if kb.org_id is None or kb.org_id != p.org_id:
+        return False
+    return p.can("collections:edit") or _grant(p, kb) == "edit"
 
 
 def _check(p: Principal, kb: KnowledgeBase | None, write: bool) -> KnowledgeBase:
@@ -48,6 +72,7 @@ def _check(p: Principal, kb: KnowledgeBase | None, write: bool) -> KnowledgeBase
 
 def resolve_base(conn: psycopg.Connection, p: Principal, kb_id: str | uuid.UUID, *, write: bool = False,
                  lock: str | None = None) -> KnowledgeBase:
+    """The base ``kb_id`` if the caller reaches it (writes it, with ``write``); otherwise "not found"."""
     try:
         ident = kb_id if isinstance(kb_id, uuid.UUID) else uuid.UUID(str(kb_id))
     except ValueError:
@@ -56,16 +81,36 @@ def resolve_base(conn: psycopg.Connection, p: Principal, kb_id: str | uuid.UUID,
 
 
 def readable_bases(conn: psycopg.Connection, p: Principal) -> list[KnowledgeBase]:
-    if p.is_app_admin:
-        rows = conn.execute("SELECT id FROM knowledge_bases ORDER BY created_at, id").fetchall()
-        return [b for b in (kb_repo.get(conn, r["id"]) for r in rows) if b is not None]
+    """Every base the caller reads, oldest first."""
     return [b for b in kb_repo.candidates_for(conn, p.user_id, p.org_id) if can_read(p, b)]
 
 
 def resolve_collection(conn: psycopg.Connection, p: Principal, name: str, *, write: bool = False
                        ) -> list[KnowledgeBase]:
-    """The bases holding ``name`` that the caller reaches; none reachable is "not found"."""
+    """The bases holding ``name`` that the caller reaches, oldest first; none reachable is "not found".
+
+    A name is looked up as typed: an invalid name is held by no base, so it is
+    "not found" like any other absent one rather than a different answer.
+    """
+    if not isinstance(name, str) or not name:
+        raise CollectionNotFoundError()
     bases = [b for b in kb_repo.by_collection(conn, name) if can_read(p, b) and (not write or can_write(p, b))]
     if not bases:
         raise CollectionNotFoundError()
     return bases
+
+
+@dataclass(frozen=True)
+class ReachableCollection:
+    """One collection name as the caller sees it: the bases on it they reach, oldest first."""
+
+    name: str
+    bases: tuple[KnowledgeBase, ...]
+
+
+def reachable_collections(conn: psycopg.Connection, p: Principal) -> list[ReachableCollection]:
+    """Each collection name the caller reaches, once, with the reachable bases holding it."""
+    grouped: dict[str, list[KnowledgeBase]] = {}
+    for kb in readable_bases(conn, p):
+        grouped.setdefault(kb.collection_name, []).append(kb)
+    return [ReachableCollection(name, tuple(bases)) for name, bases in sorted(grouped.items())]

@@ -39,22 +39,35 @@ class Document:
     created_at: datetime | None
     updated_at: datetime | None
     completed_at: datetime | None
+    source_etag: str | None = None
+    source_sequencer: str | None = None
+    last_failure: str | None = None
 
 
 _FIELDS = ", ".join(Document.__dataclass_fields__)
 
 
-def insert(conn: psycopg.Connection, **values: Any) -> Document:
+def _insert(conn: psycopg.Connection, values: dict[str, Any], conflict: str) -> Document | None:
     values.setdefault("id", uuid.uuid4())
     if values.get("ingestion_override") is not None:
         values["ingestion_override"] = Jsonb(values["ingestion_override"])
     cols = ", ".join(values)
     params = ", ".join(f"%({k})s" for k in values)
     row = conn.execute(
-        f"INSERT INTO documents ({cols}) VALUES ({params}) RETURNING {_FIELDS}", values
+        f"INSERT INTO documents ({cols}) VALUES ({params}){conflict} RETURNING {_FIELDS}", values
     ).fetchone()
-    assert row is not None
-    return Document(**row)
+    return Document(**row) if row else None
+
+
+def insert(conn: psycopg.Connection, **values: Any) -> Document:
+    doc = _insert(conn, values, "")
+    assert doc is not None
+    return doc
+
+
+def insert_if_absent(conn: psycopg.Connection, **values: Any) -> Document | None:
+    """Insert a row with a chosen id; a row with that id already there is left alone (None)."""
+    return _insert(conn, values, " ON CONFLICT (id) DO NOTHING")
 
 
 def get(conn: psycopg.Connection, doc_id: uuid.UUID, *, for_update: bool = False) -> Document | None:
@@ -70,9 +83,47 @@ def by_storage_path(conn: psycopg.Connection, key: str) -> Document | None:
     return Document(**row) if row else None
 
 
+def lock_address(conn: psycopg.Connection, kb_id: uuid.UUID, source_path: str) -> None:
+    """Serialise, until the transaction ends, every decision about one address in one base."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"doc-address:{kb_id}:{source_path}",))
+
+
+def by_address(conn: psycopg.Connection, kb_id: uuid.UUID, source_path: str) -> list[Document]:
+    """The rows tracking one address in one base, newest first."""
+    rows = conn.execute(
+        f"SELECT {_FIELDS} FROM documents WHERE kb_id = %s AND source_path = %s ORDER BY created_at DESC, id",
+        (kb_id, source_path),
+    ).fetchall()
+    return [Document(**r) for r in rows]
+
+
+def replaced_by(conn: psycopg.Connection, doc: Document) -> list[Document]:
+    """The finished rows a completing document retires (R-DOC-6).
+
+    The row it names in ``replaces_document_id``, and the older rows at its
+    address in its own base — never by filename, never across bases, and never
+    a row still ``processing``, which belongs to an attempt still running.
+    """
+    if doc.kb_id is None:
+        return []
+    rows = conn.execute(
+        f"""
+        SELECT {_FIELDS} FROM documents
+         WHERE id <> %(id)s AND status IN ('done', 'error')
+           AND (id = %(replaces)s
+                OR (%(path)s::text IS NOT NULL AND kb_id = %(kb)s AND source_path = %(path)s
+                    AND created_at <= %(created)s))
+         FOR UPDATE
+        """,
+        {"id": doc.id, "replaces": doc.replaces_document_id, "path": doc.source_path, "kb": doc.kb_id,
+         "created": doc.created_at},
+    ).fetchall()
+    return [Document(**r) for r in rows]
+
+
 _UPDATABLE = {
     "status", "stage", "error_message", "vector_document_id", "chunk_count", "filetype", "filesize",
-    "content_hash", "completed_at", "attempt", "storage_path",
+    "content_hash", "completed_at", "attempt", "storage_path", "last_failure", "source_etag", "source_sequencer",
 }
 
 
@@ -102,6 +153,12 @@ def list_for_kb(conn: psycopg.Connection, kb_id: uuid.UUID, *, limit: int, offse
         (kb_id, limit, offset),
     ).fetchall()
     return [Document(**r) for r in rows]
+
+
+def count_for_kb(conn: psycopg.Connection, kb_id: uuid.UUID) -> int:
+    row = conn.execute("SELECT count(*) AS n FROM documents WHERE kb_id = %s", (kb_id,)).fetchone()
+    assert row is not None
+    return int(row["n"])
 
 
 def status_counts(conn: psycopg.Connection, *, kb_ids: list[uuid.UUID]) -> dict[str, int]:

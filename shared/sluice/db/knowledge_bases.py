@@ -8,7 +8,10 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.types.json import Jsonb
+
+from sluice.vectors.names import table_ident, table_name
 
 
 @dataclass
@@ -66,6 +69,32 @@ def get(conn: psycopg.Connection, kb_id: uuid.UUID, *, lock: str | None = None) 
     row = conn.execute(f"SELECT {_FIELDS} FROM knowledge_bases WHERE id = %s{suffix}", (kb_id,)).fetchone()
     if row is None:
         return None
+    kb = _from_row(row)
+    kb.grants = grants_of(conn, kb.id)
+    return kb
+
+
+# What PATCH /kb/{id} may change; model, width, name and scope are fixed at creation (R-EMB-1).
+UPDATABLE = frozenset({
+    "name", "description", "embedding_provider", "embedding_base_url", "embedding_secret_id", "ingestion_config",
+})
+
+
+def update(conn: psycopg.Connection, kb_id: uuid.UUID, changes: dict[str, Any]) -> KnowledgeBase:
+    unknown = set(changes) - UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    values = {k: Jsonb(v) if k == "ingestion_config" else v for k, v in changes.items()}
+    assignments = sql.SQL(", ").join(
+        sql.SQL("{} = {}").format(sql.Identifier(k), sql.Placeholder(k)) for k in values
+    )
+    query = sql.SQL("UPDATE knowledge_bases SET {a}, updated_at = now() WHERE id = {i} RETURNING {f}").format(
+        a=assignments, i=sql.Placeholder("_id"), f=sql.SQL(_FIELDS)
+    ) if values else sql.SQL("SELECT {f} FROM knowledge_bases WHERE id = {i}").format(
+        i=sql.Placeholder("_id"), f=sql.SQL(_FIELDS)
+    )
+    row = conn.execute(query, {**values, "_id": kb_id}).fetchone()
+    assert row is not None
     kb = _from_row(row)
     kb.grants = grants_of(conn, kb.id)
     return kb
@@ -133,6 +162,37 @@ def upsert_grant(conn: psycopg.Connection, kb_id: uuid.UUID, user_id: str, permi
 def delete_grant(conn: psycopg.Connection, kb_id: uuid.UUID, user_id: str) -> bool:
     cur = conn.execute("DELETE FROM knowledge_base_grants WHERE kb_id = %s AND user_id = %s", (kb_id, user_id))
     return cur.rowcount > 0
+
+
+def unfiled_content_holds(conn: psycopg.Connection, collection_name: str, org_id: str | None) -> bool:
+    """Whether content no base files sits under the name for a tenant other than ``org_id`` (R-VEC-4).
+
+    Unfiled content is what an operator's ingest (or a deleted base's leftovers)
+    put there: document rows with no base, and chunks in the name's table. A
+    failed row with no vector id describes no chunk, so it holds nothing. A
+    caller outside any organization shares a tenant with nobody.
+    """
+    row = conn.execute(
+        """
+        SELECT 1 FROM documents
+         WHERE collection_name = %(name)s AND kb_id IS NULL
+           AND (%(org)s::text IS NULL OR org_id IS DISTINCT FROM %(org)s::text)
+           AND NOT (status = 'error' AND vector_document_id IS NULL)
+         LIMIT 1
+        """,
+        {"name": collection_name, "org": org_id},
+    ).fetchone()
+    if row is not None:
+        return True
+    exists = conn.execute("SELECT to_regclass(%s) AS reg", (table_name(collection_name),)).fetchone()
+    if exists is None or exists["reg"] is None:
+        return False
+    chunk = conn.execute(
+        sql.SQL("SELECT 1 FROM {t} WHERE %(org)s::text IS NULL OR org_id IS DISTINCT FROM %(org)s::text LIMIT 1")
+        .format(t=table_ident(collection_name)),
+        {"org": org_id},
+    ).fetchone()
+    return chunk is not None
 
 
 def teardown_reserved(conn: psycopg.Connection, collection_name: str) -> bool:

@@ -1,25 +1,151 @@
-"""Reading tracked documents through their knowledge base (R-ACC-2)."""
+"""Tracked documents through their knowledge base (R-ACC-2): reading, listing, status
+counts (R-DOC-3), parsed text and download (R-DOC-1), delete (R-DOC-6), retry (R-DOC-5)."""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 
-from sluice.access import resolve_base
+from sluice.access import resolve_base, resolve_collection
 from sluice.db import documents as doc_repo
 from sluice.db.documents import Document
-from sluice.errors import CollectionNotFoundError
+from sluice.errors import CollectionNotFoundError, NotFoundError, StoredFileMissingError, ValidationError
 from sluice.identity import Principal
+from sluice.storage import JobQueue, ObjectStore, content_key, stage_key
+from sluice.vectors import store as vector_store
 
 
-def get_document(conn: psycopg.Connection, p: Principal, doc_id: str, *, write: bool = False) -> Document:
+def get_document(conn: psycopg.Connection, p: Principal, doc_id: str, *, write: bool = False,
+                 for_update: bool = False) -> Document:
     try:
         ident = uuid.UUID(doc_id)
     except ValueError:
         raise CollectionNotFoundError() from None
-    doc = doc_repo.get(conn, ident)
+    doc = doc_repo.get(conn, ident, for_update=for_update)
     if doc is None or doc.kb_id is None:
         raise CollectionNotFoundError()
     resolve_base(conn, p, doc.kb_id, write=write)
     return doc
+
+
+# --- status (R-DOC-3) --------------------------------------------------------------------------
+
+def _status(counts: dict[str, int]) -> dict[str, Any]:
+    # A failed document is terminal: it shows in failed_count and never holds the answer at indexing.
+    return {"indexing_status": "indexing" if counts["processing_count"] else "complete", **counts}
+
+
+def kb_ingestion(conn: psycopg.Connection, p: Principal, kb_id: str) -> dict[str, Any]:
+    """The documents this base lists, not everything under its collection name (another base may share it)."""
+    kb = resolve_base(conn, p, kb_id)
+    return {"kb_id": str(kb.id), "collection_name": kb.collection_name,
+            **_status(doc_repo.status_counts(conn, kb_ids=[kb.id]))}
+
+
+def collection_info(conn: psycopg.Connection, p: Principal, name: str) -> dict[str, Any]:
+    """The collection as the caller reaches it: the bases of that name they may read."""
+    bases = resolve_collection(conn, p, name)
+    return {"collection_name": name, "knowledge_base_ids": [str(b.id) for b in bases],
+            "embedding_model": bases[0].embedding_model, "embedding_dim": bases[0].embedding_dim,
+            **_status(doc_repo.status_counts(conn, kb_ids=[b.id for b in bases]))}
+
+
+@dataclass
+class DocumentPage:
+    documents: list[Document]
+    total: int
+    limit: int
+    offset: int
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + len(self.documents)
+        return end if end < self.total else None
+
+
+def list_documents(conn: psycopg.Connection, p: Principal, kb_id: str, *, limit: int, offset: int) -> DocumentPage:
+    kb = resolve_base(conn, p, kb_id)
+    return DocumentPage(doc_repo.list_for_kb(conn, kb.id, limit=limit, offset=offset),
+                        doc_repo.count_for_kb(conn, kb.id), limit, offset)
+
+
+# --- content and file --------------------------------------------------------------------------
+
+def parsed_text(store: ObjectStore, doc: Document) -> str:
+    """What the parse stage read from the file: the kept copy, else the current attempt's artifact."""
+    import json
+
+    try:
+        return store.get(content_key(doc.id)).decode("utf-8")
+    except StoredFileMissingError:
+        pass
+    try:
+        return str(json.loads(store.get(stage_key("parsed", doc.id, doc.attempt)))["text"])
+    except StoredFileMissingError:
+        raise NotFoundError("This document has no parsed text yet.") from None
+
+
+def download(store: ObjectStore, doc: Document, *, expires_in: int) -> dict[str, Any]:
+    """A short-lived GET URL for the stored original."""
+    if not doc.storage_path or store.head(doc.storage_path) is None:
+        raise NotFoundError("This document has no stored file.")
+    url = store.presigned_get(doc.storage_path, expires_in=expires_in, filename=doc.filename)
+    return {"url": url, "expires_in": expires_in, "filename": doc.filename}
+
+
+# --- delete (R-DOC-6) --------------------------------------------------------------------------
+
+def delete_document(conn: psycopg.Connection, p: Principal, doc_id: str) -> Document:
+    """Delete the row and its chunks in the caller's transaction; the objects go after the commit.
+
+    The row lock is what the embed stage's write takes too: whichever commits
+    second finds the other's result, so a document deleted while indexing keeps
+    no chunks.
+    """
+    doc = get_document(conn, p, doc_id, write=True, for_update=True)
+    vector_store.delete_document_chunks(conn, doc.collection_name, doc.vector_document_id or doc.id)
+    doc_repo.delete(conn, doc.id)
+    return doc
+
+
+def stored_objects(doc: Document) -> list[str]:
+    """Every object Sluice holds for a document: the file, its text, its stage artifacts."""
+    keys = [content_key(doc.id)]
+    keys += [stage_key(stage, doc.id, n) for stage in ("parsed", "chunks") for n in range(1, doc.attempt + 1)]
+    if doc.storage_path:
+        keys.append(doc.storage_path)
+    return keys
+
+
+# --- retry (R-DOC-5) ---------------------------------------------------------------------------
+
+def retry_document(conn: psycopg.Connection, p: Principal, store: ObjectStore, doc_id: str) -> Document:
+    """Open a new attempt for a failed document whose original is still stored.
+
+    The caller commits and then sends ``retry_job(doc)``: the job is for an
+    attempt the row already records, so it can never find the row behind it.
+    """
+    doc = get_document(conn, p, doc_id, write=True, for_update=True)
+    if doc.status != "error":
+        raise ValidationError(
+            f"Only a failed document can be retried; this one is {doc.status}.",
+            fields={"status": f"The document is {doc.status}, not error."},
+        )
+    if not doc.storage_path or store.head(doc.storage_path) is None:
+        raise ValidationError(
+            "This document has no stored file to read again; upload it again instead.",
+            fields={"storage_path": "No stored file."},
+        )
+    attempt = doc.attempt + 1
+    doc_repo.update(conn, doc.id, attempt=attempt, status="processing", stage="queued", error_message=None,
+                    last_failure=None, completed_at=None)
+    refreshed = doc_repo.get(conn, doc.id)
+    assert refreshed is not None
+    return refreshed
+
+
+def send_retry(queue: JobQueue, doc: Document) -> None:
+    queue.send({"document_id": str(doc.id), "attempt": doc.attempt})

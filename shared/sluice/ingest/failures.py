@@ -9,6 +9,7 @@ _ADVICE = {
     "chunking": "check the collection's chunking settings, then retry the upload.",
     "embedding": "check the collection's embedding provider and credential, then retry the upload.",
     "queued": "retry the upload.",
+    "storing": "retry the upload; if it fails again, the database may be unavailable.",
 }
 
 
@@ -21,5 +22,14 @@ def failure_summary(stage: str, exc: BaseException) -> str:
     advice = _ADVICE.get(stage.split(" ")[0], "retry the upload.")
     return (
         f"The document could not be indexed ({type(exc).__name__} while {stage.split(' ')[0]}) - {advice} "
+        "The worker log has the full error."
+    )
+
+
+def dead_letter_summary(stage: str) -> str:
+    """The error of a row whose stage message ran out of deliveries without a summary of its own."""
+    advice = _ADVICE.get(stage, "retry the upload.")
+    return (
+        f"The document could not be indexed (it failed every delivery while {stage}) - {advice} "
         "The worker log has the full error."
     )

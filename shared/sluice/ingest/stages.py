@@ -1,6 +1,12 @@
 """The three pipeline stages. Each reads the tracking row first and drops an event
 whose attempt is stale or whose row is gone (R-DOC-7); each writes one artifact
 per document attempt, only if absent, so a duplicate delivery starts nothing new.
+
+A stage that fails on something the next delivery may not meet again (a database
+blip, an S3 timeout, a provider 5xx) records the summary on the row in
+``last_failure`` and raises, so the queue redelivers; after the last delivery the
+DLQ handler (``on_dead_letter``) turns that summary into the row's error (R-DOC-4,
+R-PARSE-5). A failure no redelivery can cure fails the row at once.
 """
 
 from __future__ import annotations
@@ -8,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import posixpath
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -26,15 +33,22 @@ from sluice.errors import (
     EmbeddingError,
     FileTooLargeError,
     SparseDocumentError,
+    StoredFileMissingError,
 )
-from sluice.ingest.failures import failure_summary
+from sluice.ingest.events import ObjectEvent, ParseJob
+from sluice.ingest.failures import dead_letter_summary, failure_summary
 from sluice.ingest.uploads import UnitOfWork, _kb_kind
-from sluice.parsing import ParseBudget, extract_isolated, sniff
-from sluice.storage import ObjectStore, parse_stage_key, stage_key
+from sluice.parsing import ParseBudget, check_archive, extract_isolated, iter_archive_members, sniff
+from sluice.parsing.archives import member_source_path
+from sluice.storage import ObjectStore, content_key, inbox_kb_id, parse_stage_key, rag_key, stage_key
 from sluice.vectors import store as vector_store
 from sluice.vectors.store import ChunkRow
 
 log = logging.getLogger("sluice.ingest")
+
+# Archive members get ids derived from the archive row, its attempt and the member
+# path, so a redelivered unpack opens the same rows and writes the same keys.
+_MEMBER_NAMESPACE = uuid.UUID("6f1d3c52-5d0e-4c1b-9a57-3f2f0d7e9b11")
 
 
 @dataclass
@@ -71,11 +85,33 @@ def fail_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, sta
     log.warning("document failed", exc_info=exc if not isinstance(exc, DocumentRefused) else None,
                 extra={"document_id": str(doc_id), "stage": stage, "error_type": type(exc).__name__})
     with ctx.uow() as conn:
-        doc_repo.update(conn, doc_id, expect_attempt=attempt, status="error",
+        doc_repo.update(conn, doc_id, expect_attempt=attempt, status="error", stage=stage,
                         error_message=failure_summary(stage, exc), completed_at=datetime.now(UTC))
 
 
+def _note_failed_delivery(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str,
+                          exc: BaseException) -> None:
+    """Keep what this delivery met for the DLQ handler; the queue will deliver again."""
+    log.warning("stage delivery failed; the queue will retry it", exc_info=exc,
+                extra={"document_id": str(doc_id), "stage": stage, "error_type": type(exc).__name__})
+    try:
+        with ctx.uow() as conn:
+            doc_repo.update(conn, doc_id, expect_attempt=attempt, last_failure=failure_summary(stage, exc))
+    except Exception:
+        log.exception("could not record a failed delivery", extra={"document_id": str(doc_id)})
+
+
 # --- parse -------------------------------------------------------------------------------------
+
+def on_ingest_item(ctx: StageContext, item: ObjectEvent | ParseJob) -> None:
+    """One item of the ingest queue: an upload, an inbox drop or removal, or a retry's job."""
+    if isinstance(item, ParseJob):
+        parse_document(ctx, item.document_id, item.attempt)
+    elif item.key.startswith("inbox/"):
+        on_inbox_event(ctx, item)
+    elif item.created:
+        on_object_created(ctx, item.key)
+
 
 def on_object_created(ctx: StageContext, key: str) -> None:
     """An object arrived under ``rag/``: parse it for the document that expects it."""
@@ -87,7 +123,9 @@ def on_object_created(ctx: StageContext, key: str) -> None:
         log.warning("deleting an object no document expects", extra={"key_prefix": key.split("/")[0]})
         ctx.store.delete(key)
         return
-    parse_document(ctx, doc.id, doc.attempt)
+    # The object's own event always starts the first attempt: a retry sends its own
+    # job, so a late copy of this event must not run inside the retry's attempt.
+    parse_document(ctx, doc.id, 1)
 
 
 def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
@@ -95,23 +133,39 @@ def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
         doc = _current(ctx, doc_id, attempt, "parsing")
     except StaleEvent:
         return
-    assert doc.storage_path is not None
     try:
-        data, size = ctx.store.get_limited(doc.storage_path, ctx.settings.max_upload_bytes)
-        if size > ctx.settings.max_upload_bytes:
-            raise FileTooLargeError(
-                f"The file is larger than the {ctx.settings.max_upload_size_mb} MB limit "
-                "for knowledge-base documents."
-            )
-        kind = _kb_kind(sniff(data, doc.filename))
-        parsed = extract_isolated(data, kind, ctx.budget)
+        _parse(ctx, doc, attempt)
     except DocumentRefused as exc:
-        # A refused object is not kept: the row says why (R-UP-2).
         fail_document(ctx, doc_id, attempt, "parsing", exc)
-        ctx.store.delete(doc.storage_path)
+        # A refused upload is not kept: the row says why (R-UP-2). A missing one has nothing to delete,
+        # and an inbox object is the caller's own, not ours to remove.
+        if doc.storage_path and doc.source != "s3_drop" and not isinstance(exc, StoredFileMissingError):
+            ctx.store.delete(doc.storage_path)
+    except Exception as exc:
+        _note_failed_delivery(ctx, doc_id, attempt, "parsing", exc)
+        raise
+
+
+def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
+    if doc.storage_path is None:
+        raise StoredFileMissingError("The document has no stored file to read; upload it again.")
+    data, size = ctx.store.get_limited(doc.storage_path, ctx.settings.max_upload_bytes)
+    if size > ctx.settings.max_upload_bytes:
+        raise FileTooLargeError(
+            f"The file is larger than the {ctx.settings.max_upload_size_mb} MB limit "
+            "for knowledge-base documents."
+        )
+    kind = _kb_kind(sniff(data, doc.filename))
+    with ctx.uow() as conn:
+        if not doc_repo.update(conn, doc.id, expect_attempt=attempt, filetype=kind.mime, filesize=size,
+                               content_hash=hashlib.sha256(data).hexdigest()):
+            return
+    if kind.family == "archive":
+        _unpack_archive(ctx, doc, attempt, data, kind)
         return
+    parsed = extract_isolated(data, kind, ctx.budget)
     artifact = {
-        "document_id": str(doc_id),
+        "document_id": str(doc.id),
         "attempt": attempt,
         "mime": kind.mime,
         "kind": kind.kind,
@@ -121,12 +175,133 @@ def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
         "truncated": parsed.truncated,
         "word_count": parsed.word_count,
     }
-    with ctx.uow() as conn:
-        if not doc_repo.update(conn, doc_id, expect_attempt=attempt, filetype=kind.mime, filesize=size,
-                               content_hash=hashlib.sha256(data).hexdigest()):
-            return
-    ctx.store.put(stage_key("parsed", doc_id, attempt), json.dumps(artifact).encode(),
+    # The readable copy outlives the stage artifact, which a lifecycle rule expires.
+    ctx.store.put(content_key(doc.id), parsed.text.encode(), content_type="text/plain; charset=utf-8")
+    ctx.store.put(stage_key("parsed", doc.id, attempt), json.dumps(artifact).encode(),
                   content_type="application/json", only_if_absent=True)
+
+
+def _unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes, kind: Any) -> None:
+    """An archive in a base becomes one document per supported member (R-ARC-2).
+
+    Each member's row is committed before its object is written, like an upload's;
+    the object's own event then parses it. The archive's row is done once every
+    member is handed over: its text is the list of members, skipped ones with why.
+    """
+    members = check_archive(data, kind, ctx.budget)  # a presigned archive was never checked at upload
+    with ctx.uow() as conn:
+        kb = kb_repo.get(conn, doc.kb_id) if doc.kb_id else None
+    if kb is None:
+        return
+    archive_path = doc.source_path or doc.filename
+    for member, content in iter_archive_members(data, kind, ctx.budget):
+        child_id = uuid.uuid5(_MEMBER_NAMESPACE, f"{doc.id}:{attempt}:{member.path}")
+        name = posixpath.basename(member.path)
+        key = rag_key(kb.collection_name, name, object_id=child_id)
+        with ctx.uow() as conn:
+            doc_repo.insert_if_absent(
+                conn, id=child_id, kb_id=kb.id, org_id=kb.org_id, collection_name=kb.collection_name,
+                filename=name, filesize=len(content), storage_path=key, source=doc.source,
+                source_path=member_source_path(archive_path, member.path),
+                organizational_unit=doc.organizational_unit, document_type=doc.document_type,
+                document_date=doc.document_date, uploaded_by=doc.uploaded_by,
+                ingestion_override=doc.ingestion_override,
+            )
+        ctx.store.put(key, content, content_type=member.kind.mime if member.kind else "application/octet-stream",
+                      metadata={"document-id": str(child_id)}, only_if_absent=True)
+    listing = [f"{m.path}" + (f" (skipped: {m.skipped_reason})" if m.skipped_reason else "") for m in members]
+    ctx.store.put(content_key(doc.id), "\n".join(listing).encode(), content_type="text/plain; charset=utf-8")
+    with ctx.uow() as conn:
+        doc_repo.update(conn, doc.id, expect_attempt=attempt, status="done", stage="done", chunk_count=0,
+                        error_message=None, last_failure=None, completed_at=datetime.now(UTC))
+
+
+# --- S3 drops (R-UP-3) -------------------------------------------------------------------------
+
+def _sequencer_key(sequencer: str) -> str:
+    # S3 sequencers compare as hex strings of equal length, not as written.
+    return sequencer.upper().rjust(32, "0")
+
+
+def _older_than(event: ObjectEvent, doc: Document) -> bool:
+    if not event.sequencer or not doc.source_sequencer:
+        return False
+    return _sequencer_key(event.sequencer) < _sequencer_key(doc.source_sequencer)
+
+
+def on_inbox_event(ctx: StageContext, event: ObjectEvent) -> None:
+    """``inbox/<kb_id>/<path>``: a write opens (or replaces) the document, a removal deletes it.
+
+    Events arrive at least once and in any order. What decides is the object as it
+    is now, read inside the address lock: an event whose ETag is not the current
+    object's (or a creation of an object gone since, or a removal of one present
+    again) is stale and changes nothing; where S3 sends a sequencer, an event
+    older than the row's is stale too. A duplicate of the current content finds a
+    row with its ETag and changes nothing.
+    """
+    kb_id = inbox_kb_id(event.key)
+    if kb_id is None:
+        log.warning("ignoring an inbox object outside inbox/<kb_id>/<path>", extra={"key_prefix": "inbox"})
+        return
+    source_path = f"s3://{ctx.store.bucket}/{event.key}"
+    current = ctx.store.head(event.key)
+    opened: Document | None = None
+    removed: list[Document] = []
+    with ctx.uow() as conn:
+        kb = kb_repo.get(conn, kb_id)
+        if kb is None:
+            log.warning("ignoring an inbox object for a base that does not exist", extra={"kb_id": str(kb_id)})
+            return
+        doc_repo.lock_address(conn, kb_id, source_path)
+        rows = doc_repo.by_address(conn, kb_id, source_path)
+        latest = rows[0] if rows else None
+        if latest is not None and _older_than(event, latest):
+            return
+        if not event.created:
+            if current is not None:
+                return  # written again since; that write's event decides
+            for row in rows:
+                _delete_row_and_chunks(conn, row)
+            removed = rows
+        else:
+            etag = (event.etag or "").strip('"')
+            if current is None or (etag and current.etag != etag):
+                return  # overwritten or removed since; a later event carries the current state
+            if latest is not None and latest.source_etag == current.etag:
+                return  # this content already has its row
+            for row in rows:
+                if row.status == "processing":
+                    # Superseded before it finished: it has no chunks, and its stages will find no row.
+                    _delete_row_and_chunks(conn, row)
+            opened = doc_repo.insert(
+                conn, kb_id=kb.id, org_id=kb.org_id, collection_name=kb.collection_name,
+                filename=posixpath.basename(event.key), filesize=current.size, storage_path=event.key,
+                source="s3_drop", source_path=source_path, source_etag=current.etag,
+                source_sequencer=event.sequencer,
+                replaces_document_id=next((r.id for r in rows if r.status != "processing"), None),
+            )
+    for row in removed:
+        _forget_objects(ctx, row, keep=event.key)
+    if opened is not None:
+        parse_document(ctx, opened.id, opened.attempt)
+
+
+def _delete_row_and_chunks(conn: Any, row: Document) -> None:
+    doc_repo.get(conn, row.id, for_update=True)
+    vector_store.delete_document_chunks(conn, row.collection_name, row.vector_document_id or row.id)
+    doc_repo.delete(conn, row.id)
+
+
+def _forget_objects(ctx: StageContext, row: Document, *, keep: str | None = None) -> None:
+    """Delete what Sluice stored for a row that is gone: its copy of the file and its text."""
+    keys = [content_key(row.id)]
+    if row.storage_path and row.storage_path != keep:
+        keys.append(row.storage_path)
+    try:
+        ctx.store.delete_many(keys)
+    except Exception:
+        # The row and its chunks are gone already; a leftover object is logged, not a failure.
+        log.exception("could not delete the objects of a removed document", extra={"document_id": str(row.id)})
 
 
 # --- chunk -------------------------------------------------------------------------------------
@@ -156,8 +331,12 @@ def chunk_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
     except DocumentRefused as exc:
         fail_document(ctx, doc_id, attempt, "chunking", exc)
         return
-    lines = [json.dumps({"mime": artifact["mime"], "count": len(chunks)})]
-    lines += [json.dumps(asdict(c)) for c in chunks]
+    except Exception as exc:
+        _note_failed_delivery(ctx, doc_id, attempt, "chunking", exc)
+        raise
+    header = {"mime": artifact["mime"], "count": len(chunks), "strategy": plan.strategy,
+              "chunk_size": plan.chunk_size, "chunk_overlap": plan.chunk_overlap}
+    lines = [json.dumps(header)] + [json.dumps(asdict(c)) for c in chunks]
     ctx.store.put(stage_key("chunks", doc_id, attempt), "\n".join(lines).encode(),
                   content_type="application/x-ndjson", only_if_absent=True)
 
@@ -169,15 +348,15 @@ def embed_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
         doc = _current(ctx, doc_id, attempt, "embedding")
     except StaleEvent:
         return
-    lines = ctx.store.get(stage_key("chunks", doc_id, attempt)).decode().splitlines()
-    header, chunks = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
-    with ctx.uow() as conn:
-        kb = kb_repo.get(conn, doc.kb_id) if doc.kb_id else None
-    if kb is None:
-        return
-    spec = EmbeddingSpec(provider=kb.embedding_provider, model=kb.embedding_model, dim=kb.embedding_dim,
-                         base_url=kb.embedding_base_url, secret_id=kb.embedding_secret_id)
     try:
+        lines = ctx.store.get(stage_key("chunks", doc_id, attempt)).decode().splitlines()
+        header, chunks = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+        with ctx.uow() as conn:
+            kb = kb_repo.get(conn, doc.kb_id) if doc.kb_id else None
+        if kb is None:
+            return
+        spec = EmbeddingSpec(provider=kb.embedding_provider, model=kb.embedding_model, dim=kb.embedding_dim,
+                             base_url=kb.embedding_base_url, secret_id=kb.embedding_secret_id)
         vectors = _embed_with_progress(ctx, doc_id, attempt, spec, [c["content"] for c in chunks])
     except StaleEvent:
         return
@@ -185,6 +364,7 @@ def embed_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
         if _is_final(exc):
             fail_document(ctx, doc_id, attempt, "embedding", exc)
             return
+        _note_failed_delivery(ctx, doc_id, attempt, "embedding", exc)
         raise
     rows = [
         ChunkRow(
@@ -192,11 +372,19 @@ def embed_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
             embedding=v, page_start=c.get("page_start"), page_end=c.get("page_end"), source=doc.source,
             document_type=doc.document_type, organizational_unit=doc.organizational_unit,
             document_date=doc.document_date, source_path=doc.source_path, filename=doc.filename,
-            content_hash=doc.content_hash, metadata={"mime": header.get("mime")},
+            content_hash=doc.content_hash,
+            metadata={"mime": header.get("mime"), "char_start": c.get("char_start"), "char_end": c.get("char_end"),
+                      "strategy": header.get("strategy")},
         )
         for c, v in zip(chunks, vectors, strict=True)
     ]
-    store_chunks(ctx, doc_id, attempt, kb.id, kb.collection_name, kb.embedding_dim, rows)
+    try:
+        retired = store_chunks(ctx, doc_id, attempt, kb.id, kb.collection_name, kb.embedding_dim, rows)
+    except Exception as exc:
+        _note_failed_delivery(ctx, doc_id, attempt, "storing", exc)
+        raise
+    for row in retired or []:
+        _forget_objects(ctx, row, keep=doc.storage_path)
 
 
 def _is_final(exc: BaseException) -> bool:
@@ -221,25 +409,32 @@ def _embed_with_progress(ctx: StageContext, doc_id: uuid.UUID, attempt: int, spe
 
 
 def store_chunks(ctx: StageContext, doc_id: uuid.UUID, attempt: int, kb_id: uuid.UUID, collection: str,
-                 dim: int, rows: list[ChunkRow]) -> bool:
-    """Write a document's chunks and mark it done, in one transaction.
+                 dim: int, rows: list[ChunkRow]) -> list[Document] | None:
+    """Write a document's chunks, retire what it replaces and mark it done, in one transaction.
 
     The base row is share-locked first (R-TD-3): a concurrent delete of the base
     waits for this commit, or this write finds the base gone. The document row is
-    locked next: a document deleted meanwhile gets no chunks (R-DOC-6).
+    locked next: a document deleted meanwhile gets no chunks (R-DOC-6). New chunks
+    are inserted before old ones are deleted (R-VEC-3). Returns the retired rows,
+    whose stored objects the caller deletes after the commit, or None when nothing
+    was written.
     """
     with ctx.uow() as conn:
         if kb_repo.get(conn, kb_id, lock="share") is None:
-            return False
+            return None
         doc = doc_repo.get(conn, doc_id, for_update=True)
         if doc is None or doc.status != "processing" or doc.attempt != attempt:
-            return False
+            return None
         vector_store.ensure_table(conn, collection, dim)
-        vector_store.delete_document_chunks(conn, collection, doc_id)
-        vector_store.insert_chunks(conn, collection, rows)
+        vector_store.replace_document_chunks(conn, collection, doc_id, rows)
+        retired = doc_repo.replaced_by(conn, doc)
+        for old in retired:
+            vector_store.delete_document_chunks(conn, old.collection_name, old.vector_document_id or old.id)
+            doc_repo.delete(conn, old.id)
         doc_repo.update(conn, doc_id, status="done", stage="done", chunk_count=len(rows),
-                        vector_document_id=doc_id, error_message=None, completed_at=datetime.now(UTC))
-    return True
+                        vector_document_id=doc_id, error_message=None, last_failure=None,
+                        completed_at=datetime.now(UTC))
+    return retired
 
 
 # --- routing of stage artifacts ----------------------------------------------------------------
@@ -251,3 +446,47 @@ def on_stage_artifact(ctx: StageContext, key: str) -> None:
         return
     step = {"parsed": chunk_document, "chunks": embed_document}[ref.stage]
     step(ctx, ref.document_id, ref.attempt)
+
+
+# --- dead letters (R-PARSE-5) ------------------------------------------------------------------
+
+def on_dead_letter(ctx: StageContext, stage: str, item: ObjectEvent | ParseJob) -> None:
+    """The last delivery of a stage message failed: the row it was for becomes ``error``.
+
+    Only a row still processing on the message's attempt changes: a summary a
+    stage already wrote is the innermost and is kept, and a message for an older
+    attempt changes nothing (R-DOC-7).
+    """
+    target = _dead_letter_target(ctx, item)
+    if target is None:
+        return
+    doc_id, attempt = target
+    with ctx.uow() as conn:
+        doc = doc_repo.get(conn, doc_id, for_update=True)
+        if doc is None or doc.status != "processing" or doc.attempt != attempt:
+            return
+        doc_repo.update(conn, doc_id, expect_attempt=attempt, status="error",
+                        error_message=doc.last_failure or dead_letter_summary(stage),
+                        completed_at=datetime.now(UTC))
+    log.warning("document failed after its last delivery", extra={"document_id": str(doc_id), "stage": stage})
+
+
+def _dead_letter_target(ctx: StageContext, item: ObjectEvent | ParseJob) -> tuple[uuid.UUID, int] | None:
+    if isinstance(item, ParseJob):
+        return item.document_id, item.attempt
+    ref = parse_stage_key(item.key)
+    if ref is not None:
+        return ref.document_id, ref.attempt
+    if not item.created:
+        return None
+    with ctx.uow() as conn:
+        if item.key.startswith("inbox/"):
+            kb_id = inbox_kb_id(item.key)
+            if kb_id is None:
+                return None
+            etag = (item.etag or "").strip('"')
+            rows = doc_repo.by_address(conn, kb_id, f"s3://{ctx.store.bucket}/{item.key}")
+            doc = next((r for r in rows if r.source_etag == etag), None)
+        else:
+            doc = doc_repo.by_storage_path(conn, item.key)
+    return (doc.id, 1) if doc is not None else None

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 import uuid
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -89,6 +90,7 @@ class LocalRuntime:
         return f"http://127.0.0.1:{self.moto_port}"
 
     def start(self) -> LocalRuntime:
+        self._quiet()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._start_postgres()
         self._start_moto()
@@ -129,6 +131,13 @@ class LocalRuntime:
         self.stop()
 
     # --- pieces ------------------------------------------------------------------------------
+    @staticmethod
+    def _quiet() -> None:
+        os.environ.setdefault("TQDM_DISABLE", "1")  # model-loading bars would interleave with the CLI's own
+        # Metrics are disabled locally, so every handler would warn that it published none.
+        warnings.filterwarnings("ignore", message="No application metrics to publish")
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+
     def _start_postgres(self) -> None:
         if self.database_url:
             return

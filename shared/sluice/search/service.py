@@ -1,21 +1,68 @@
-"""The search service: resolve scope, embed the query once per embedding space, rank."""
+"""The search service: resolve scope, embed the query once per embedding space, rank (R-SRCH-1..6).
+
+Every collection named is resolved through its knowledge-base rows before the
+first vector is read; one out of reach refuses the whole search (R-ACC-3). The
+scope handed to the vector query is built from those resolved rows only: the
+body has no field that names a tenant or a base (R-SRCH-3).
+"""
 
 from __future__ import annotations
 
 import logging
+import re
 import time
-from collections.abc import Callable
-from typing import Any
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Annotated, Any
 
 import psycopg
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from sluice.access import resolve_collection
 from sluice.embedding import EmbeddingSpec
+from sluice.embedding.rerank import Reranker
+from sluice.errors import ValidationError
 from sluice.identity import Principal
-from sluice.vectors.search import Candidate, rank, vector_candidates
+from sluice.vectors.search import (
+    NO_FILTER,
+    RERANK_GATE,
+    VEC_GATE,
+    BaseScope,
+    Candidate,
+    ChunkFilter,
+    Plan,
+    order,
+    organizational_units,
+    rank,
+    vector_candidates,
+)
 
 log = logging.getLogger("sluice.search")
+
+QUERY_LOG_CHARS = 120
+DIAGNOSTIC_CANDIDATES = 20
+
+FilterValue = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+
+
+class SearchFilters(BaseModel):
+    """R-SRCH-2. A list given must hold at least one value: an empty one is refused, not read as "all"."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: list[FilterValue] | None = Field(None, min_length=1, max_length=100)
+    document_type: list[FilterValue] | None = Field(None, min_length=1, max_length=100)
+    organizational_unit: list[FilterValue] | None = Field(None, min_length=1, max_length=100)
+    date_from: date | None = None
+    date_to: date | None = None
+
+    @model_validator(mode="after")
+    def _range(self) -> SearchFilters:
+        if self.date_from and self.date_to and self.date_from > self.date_to:
+            raise ValueError("date_from is after date_to")
+        return self
 
 
 class SearchRequest(BaseModel):
@@ -25,6 +72,74 @@ class SearchRequest(BaseModel):
     collections: list[str] = Field(min_length=1, max_length=20)
     top_k: int = Field(4, ge=1, le=50)
     candidates: int = Field(8, ge=1, le=200)
+    filters: SearchFilters | None = None
+    # Deprecated: only `parent_doc_id == "<id>"` was ever honoured; see legacy_document_filter.
+    filter: str | None = Field(None, max_length=500)
+
+
+class DiagnosticRequest(BaseModel):
+    """The console search (R-SRCH-4): same scope and filters, a wider pool, no threshold."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4000)
+    collections: list[str] = Field(min_length=1, max_length=20)
+    filters: SearchFilters | None = None
+    filter: str | None = Field(None, max_length=500)
+
+
+_LEGACY_FILTER = re.compile(r'\s*parent_doc_id\s*==\s*"([^"]*)"\s*')
+
+
+def legacy_document_filter(expression: str) -> uuid.UUID:
+    """The one expression the old ``filter`` string ever meant; anything else is refused, not ignored."""
+    match = _LEGACY_FILTER.fullmatch(expression)
+    if match is None:
+        raise ValidationError(
+            "The filter string is deprecated and accepts only parent_doc_id == \"<id>\"; use filters instead",
+            fields={"filter": 'Only parent_doc_id == "<id>" is accepted; use filters for anything else.'},
+        )
+    try:
+        return uuid.UUID(match.group(1))
+    except ValueError:
+        raise ValidationError("parent_doc_id must be a document id",
+                              fields={"filter": "parent_doc_id must be a document id."}) from None
+
+
+def chunk_filter(filters: SearchFilters | None, legacy: str | None) -> ChunkFilter:
+    if legacy is not None and filters is not None:
+        raise ValidationError(
+            "Use either filters or the deprecated filter string, not both",
+            fields={"filter": "Give filters only; the filter string is deprecated."},
+        )
+    if legacy is not None:
+        return ChunkFilter(document_ids=(legacy_document_filter(legacy),))
+    if filters is None:
+        return NO_FILTER
+
+    def values(v: list[str] | None) -> tuple[str, ...] | None:
+        return tuple(dict.fromkeys(v)) if v is not None else None
+
+    return ChunkFilter(
+        sources=values(filters.source),
+        document_types=values(filters.document_type),
+        organizational_units=values(filters.organizational_unit),
+        date_from=filters.date_from,
+        date_to=filters.date_to,
+    )
+
+
+@dataclass
+class SearchOutcome:
+    query: str
+    results: list[Candidate]
+    latency_ms: float
+    plans: dict[str, Plan] = field(default_factory=dict)
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def top_score(self) -> float | None:
+        return self.results[0].score if self.results else None
 
 
 def _spec(kb: Any) -> EmbeddingSpec:
@@ -32,24 +147,82 @@ def _spec(kb: Any) -> EmbeddingSpec:
                          base_url=kb.embedding_base_url, secret_id=kb.embedding_secret_id)
 
 
-def search(conn: psycopg.Connection, p: Principal, req: SearchRequest,
-           embedder_for: Callable[[EmbeddingSpec], Any]) -> dict[str, Any]:
-    started = time.perf_counter()
+def _gather(conn: psycopg.Connection, p: Principal, collections: Sequence[str], query: str, flt: ChunkFilter,
+            limit: int, embedder_for: Callable[[EmbeddingSpec], Any]) -> tuple[list[Candidate], dict[str, Plan]]:
     # Resolve every collection before touching any: one out of reach refuses all (R-ACC-3).
-    scopes = {name: resolve_collection(conn, p, name) for name in dict.fromkeys(req.collections)}
+    scopes = {name: resolve_collection(conn, p, name) for name in dict.fromkeys(collections)}
     vectors: dict[EmbeddingSpec, list[float]] = {}
     found: list[Candidate] = []
+    plans: dict[str, Plan] = {}
     for name, bases in scopes.items():
         spec = _spec(bases[0])
         if spec not in vectors:
-            vectors[spec] = embedder_for(spec).embed_query(req.query)
-        found += vector_candidates(conn, name, vector=vectors[spec], text=req.query,
-                                   kb_ids=[b.id for b in bases], limit=req.candidates)
+            vectors[spec] = embedder_for(spec).embed_query(query)
+        scope = [BaseScope(b.id, b.org_id) for b in bases]
+        got, plans[name] = vector_candidates(conn, name, vector=vectors[spec], text=query, scope=scope,
+                                             limit=limit, filters=flt)
+        found += got
+    return found, plans
+
+
+def _rerank(reranker: Reranker | None, query: str, candidates: list[Candidate]) -> None:
+    if reranker is None or not candidates:
+        return
+    scores = reranker.score(query, [c.content for c in candidates])
+    for c, s in zip(candidates, scores, strict=True):
+        c.reranker_score = s
+
+
+def search(conn: psycopg.Connection, p: Principal, req: SearchRequest,
+           embedder_for: Callable[[EmbeddingSpec], Any], reranker: Reranker | None = None) -> SearchOutcome:
+    started = time.perf_counter()
+    flt = chunk_filter(req.filters, req.filter)
+    found, plans = _gather(conn, p, req.collections, req.query, flt, req.candidates, embedder_for)
+    _rerank(reranker, req.query, found)
     results = rank(found, top_k=req.top_k)
-    latency_ms = round((time.perf_counter() - started) * 1000, 1)
-    log.info("search", extra={"query_prefix": req.query[:120], "results": len(results),
-                              "top_score": results[0].score if results else None, "latency_ms": latency_ms})
-    return {"query": req.query, "results": [result_body(c) for c in results], "count": len(results)}
+    outcome = SearchOutcome(req.query, results, _since(started), plans, found)
+    log_search("search", outcome, flt, reranker)
+    return outcome
+
+
+def diagnostic(conn: psycopg.Connection, p: Principal, req: DiagnosticRequest,
+               embedder_for: Callable[[EmbeddingSpec], Any], reranker: Reranker | None = None) -> SearchOutcome:
+    """R-SRCH-4: the vector top 20 of every collection, every candidate kept, each with its verdict."""
+    started = time.perf_counter()
+    flt = chunk_filter(req.filters, req.filter)
+    found, plans = _gather(conn, p, req.collections, req.query, flt, DIAGNOSTIC_CANDIDATES, embedder_for)
+    _rerank(reranker, req.query, found)
+    ordered = order(found)
+    outcome = SearchOutcome(req.query, ordered, _since(started), plans, found)
+    log_search("search_diagnostic", outcome, flt, reranker)
+    return outcome
+
+
+def filter_values(conn: psycopg.Connection, p: Principal, collection: str) -> dict[str, Any]:
+    """R-SRCH-5: the organizational units present in the collection, under the caller's scope."""
+    bases = resolve_collection(conn, p, collection)
+    scope = [BaseScope(b.id, b.org_id) for b in bases]
+    return {"collection_name": collection, "organizational_units": organizational_units(conn, collection, scope)}
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def log_search(event: str, outcome: SearchOutcome, flt: ChunkFilter, reranker: Reranker | None) -> None:
+    """R-SRCH-6: what was asked (120 characters), how much came back, how good, how fast; never chunk text."""
+    log.info(event, extra={
+        "query_prefix": outcome.query[:QUERY_LOG_CHARS],
+        "results": len(outcome.results),
+        "candidates": len(outcome.candidates),
+        "top_score": round(outcome.top_score, 6) if outcome.top_score is not None else None,
+        "latency_ms": outcome.latency_ms,
+        "vec_gate": VEC_GATE,
+        "reranker": reranker.name if reranker is not None else "none",
+        "reranker_gate": RERANK_GATE if reranker is not None else None,
+        "filters": flt.describe(),
+        "plans": {name: plan.strategy for name, plan in outcome.plans.items()},
+    })
 
 
 def result_body(c: Candidate) -> dict[str, Any]:
@@ -58,7 +231,8 @@ def result_body(c: Candidate) -> dict[str, Any]:
         "score": round(c.score, 6),
         "vec_score": round(c.vec_score, 6),
         "text_score": round(c.text_score, 6),
-        "reranker_score": c.reranker_score,
+        "hybrid_score": round(c.hybrid, 6),
+        "reranker_score": round(c.reranker_score, 6) if c.reranker_score is not None else None,
         "collection": c.collection,
         "document_id": str(c.document_id),
         "kb_id": str(c.kb_id) if c.kb_id else None,
@@ -66,11 +240,29 @@ def result_body(c: Candidate) -> dict[str, Any]:
         "chunk_index": c.chunk_index,
         "page_start": c.page_start,
         "page_end": c.page_end,
+        "organizational_unit": c.organizational_unit,
+        "source": c.source,
         "metadata": {
+            **c.metadata,
             "source": c.source,
             "document_type": c.document_type,
             "organizational_unit": c.organizational_unit,
+            "document_date": c.document_date.isoformat() if c.document_date else None,
             "source_path": c.source_path,
-            **c.metadata,
         },
+    }
+
+
+def search_body(outcome: SearchOutcome) -> dict[str, Any]:
+    return {"query": outcome.query, "results": [result_body(c) for c in outcome.results],
+            "count": len(outcome.results)}
+
+
+def diagnostic_body(outcome: SearchOutcome) -> dict[str, Any]:
+    return {
+        "query": outcome.query,
+        "vec_gate": VEC_GATE,
+        "reranker_gate": RERANK_GATE,
+        "candidates": [{**result_body(c), "passed": c.passes_gates()} for c in outcome.results],
+        "count": len(outcome.results),
     }

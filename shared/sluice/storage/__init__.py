@@ -3,18 +3,22 @@
 from sluice.storage.keys import (
     chat_key,
     collection_prefix,
+    content_key,
     inbox_kb_id,
     parse_stage_key,
     rag_key,
     safe_filename,
     stage_key,
 )
+from sluice.storage.queues import JobQueue
 from sluice.storage.s3 import ObjectStore
 
 __all__ = [
+    "JobQueue",
     "ObjectStore",
     "chat_key",
     "collection_prefix",
+    "content_key",
     "inbox_kb_id",
     "parse_stage_key",
     "rag_key",

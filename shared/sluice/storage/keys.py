@@ -58,6 +58,11 @@ def inbox_kb_id(key: str) -> uuid.UUID | None:
         return None
 
 
+def content_key(document_id: uuid.UUID) -> str:
+    """``text/<doc>.txt``: a document's parsed text, kept as long as the document (stage artifacts expire)."""
+    return f"text/{document_id}.txt"
+
+
 STAGE_SUFFIX = {"parsed": "json", "chunks": "jsonl"}
 
 

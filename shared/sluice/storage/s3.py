@@ -8,6 +8,14 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from sluice.errors import StoredFileMissingError
+
+_MISSING = ("404", "NoSuchKey", "NotFound")
+
+
+def _missing() -> StoredFileMissingError:
+    return StoredFileMissingError("The stored file is gone; upload the document again.")
+
 
 @dataclass(frozen=True)
 class StoredObject:
@@ -57,12 +65,21 @@ class ObjectStore:
             raise
         return True
 
+    def _get_object(self, key: str) -> Any:
+        try:
+            return self._s3.get_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in _MISSING:
+                raise _missing() from None
+            raise
+
     def get(self, key: str) -> bytes:
-        return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        """The object's bytes; an absent key raises ``StoredFileMissingError``."""
+        return self._get_object(key)["Body"].read()
 
     def get_limited(self, key: str, max_bytes: int) -> tuple[bytes, int]:
         """Read at most ``max_bytes`` + 1 bytes: the caller learns it is too big without holding it all."""
-        resp = self._s3.get_object(Bucket=self.bucket, Key=key)
+        resp = self._get_object(key)
         size = int(resp["ContentLength"])
         body = resp["Body"].read(max_bytes + 1)
         resp["Body"].close()
@@ -72,7 +89,7 @@ class ObjectStore:
         try:
             resp = self._s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+            if exc.response["Error"]["Code"] in _MISSING:
                 return None
             raise
         return StoredObject(key, int(resp["ContentLength"]), resp["ETag"].strip('"'), resp.get("Metadata", {}))

@@ -1,29 +1,109 @@
-"""Hybrid retrieval over one collection table (R-SRCH-1).
+"""Hybrid retrieval over one collection table (R-SRCH-1..3).
 
-The vector top ``candidates`` by cosine, scoped to the caller's bases before the
-limit applies; Postgres full-text rank (``simple``) joined onto those
-candidates; then the weighted order, the gate, and dedupe.
+The vector top ``limit`` by cosine among the rows in scope; Postgres full-text
+rank (``simple``) joined onto those candidates; then the weighted order, the
+gates and the dedupe (``rank``).
+
+Scope before top-k (R-SRCH-3). The scope (the caller's resolved bases and their
+tenants) and the filters are one WHERE clause inside the query that computes the
+top-k. That alone is not enough: pgvector's HNSW index walks the graph for
+``hnsw.ef_search`` nearest rows and filters them *afterwards*, so a filter that
+keeps 0.5% of the table leaves ~0.2 of the default 40 rows, and the "top-k" is
+short or wrong. So the plan is chosen per query from the size of the scope:
+
+* ``exact``: few rows in scope, or a scope too selective for the graph to find
+  enough of them: the distance is computed for every row in scope (found
+  through the btree indexes), which is exact by construction and cheap exactly
+  when the scope is small.
+* ``hnsw``: the graph, with ``ef_search`` raised so the rows it visits hold
+  ``OVERFETCH`` times the rows asked for at the scope's selectivity; on
+  pgvector >= 0.8 also ``hnsw.iterative_scan``, so a shortfall is refilled by
+  the server rather than returned short.
+
+The in-scope count is exact up to ``EXACT_SCAN_ROWS`` (a count under a LIMIT);
+above it the selectivity is the planner's estimate, which is all the choice
+between "graph with a larger ef" and "exact" needs. A graph scan that still
+returns fewer rows than asked is redone exactly, so a search never returns
+fewer rows than exist.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import date
+from typing import Any, Literal
 
 import numpy as np
 import psycopg
+from pgvector import Vector
 from psycopg import sql
 
-from sluice.vectors.names import table_ident
+from sluice.vectors.names import table_ident, table_name
 from sluice.vectors.store import table_exists
 
 VEC_WEIGHT = 0.7
 TEXT_WEIGHT = 0.3
 TEXT_SCALE = 10.0
 VEC_GATE = 0.30
+RERANK_GATE = 0.30
 DEDUPE_PREFIX = 120
+
+# Up to this many rows in scope an exact scan is both exact and about as fast as the graph.
+EXACT_SCAN_ROWS = 20_000
+# The graph is asked for this many times the rows needed at the scope's selectivity.
+OVERFETCH = 4
+# Never below this ef_search: pgvector's default of 40 misses neighbours on 384-d data.
+MIN_EF_SEARCH = 100
+# pgvector refuses a larger hnsw.ef_search.
+MAX_EF_SEARCH = 1000
+# Tuples an iterative scan (pgvector >= 0.8) may visit before it gives up.
+MAX_SCAN_TUPLES = 200_000
+
+Strategy = Literal["exact", "hnsw", "hnsw_iterative"]
+
+
+@dataclass(frozen=True)
+class BaseScope:
+    """One knowledge base the caller reaches, as resolved: its id and its tenant."""
+
+    kb_id: uuid.UUID
+    org_id: str | None
+
+
+@dataclass(frozen=True)
+class ChunkFilter:
+    """R-SRCH-2: OR within a dimension, AND across; ``None`` means not filtered.
+
+    A chunk with no value for a filtered dimension never matches (NULL fails
+    ``= ANY`` and every comparison), so a filter never widens the scope.
+    """
+
+    sources: tuple[str, ...] | None = None
+    document_types: tuple[str, ...] | None = None
+    organizational_units: tuple[str, ...] | None = None
+    date_from: date | None = None
+    date_to: date | None = None
+    document_ids: tuple[uuid.UUID, ...] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """The filter as logged: which dimensions and how many values, no values themselves."""
+        out: dict[str, Any] = {}
+        for name in ("sources", "document_types", "organizational_units", "document_ids"):
+            values = getattr(self, name)
+            if values is not None:
+                out[name] = len(values)
+        if self.date_from:
+            out["date_from"] = self.date_from.isoformat()
+        if self.date_to:
+            out["date_to"] = self.date_to.isoformat()
+        return out
+
+
+NO_FILTER = ChunkFilter()
 
 
 @dataclass
@@ -45,32 +125,189 @@ class Candidate:
     vec_score: float
     text_score: float = 0.0
     reranker_score: float | None = None
-    score: float = field(init=False, default=0.0)
+    document_date: date | None = None
+    hybrid: float = field(init=False, default=0.0)
 
     def __post_init__(self) -> None:
-        self.score = hybrid_score(self.vec_score, self.text_score)
+        self.hybrid = hybrid_score(self.vec_score, self.text_score)
+
+    @property
+    def score(self) -> float:
+        """What the results are ordered by: the reranker's score once there is one, else the weighted sum."""
+        return self.reranker_score if self.reranker_score is not None else self.hybrid
+
+    def passes_gates(self) -> bool:
+        return self.vec_score >= VEC_GATE and (self.reranker_score is None or self.reranker_score >= RERANK_GATE)
 
 
 def hybrid_score(vec_score: float, text_score: float) -> float:
     return vec_score * VEC_WEIGHT + text_score * TEXT_SCALE * TEXT_WEIGHT
 
 
+@dataclass(frozen=True)
+class Plan:
+    strategy: Strategy
+    rows_in_scope: int | None  # exact when at most EXACT_SCAN_ROWS, else None
+    selectivity: float
+    ef_search: int | None = None
+
+
+# --- the WHERE clause: scope, then filters ------------------------------------------------------
+
+
+def scope_clause(scope: Sequence[BaseScope], flt: ChunkFilter = NO_FILTER) -> tuple[sql.Composable, dict[str, Any]]:
+    """The rows a caller may see and asked for: a resolved base, its tenant, then R-SRCH-2.
+
+    The base alone decides; the tenant is checked beside it so that a chunk
+    stamped with another tenant is never read even under a base id it names.
+    A base with no tenant (app scope, or a personal base outside any
+    organization) matches chunks with no tenant stamped, never "any tenant".
+    """
+    tenants = sorted({b.org_id for b in scope if b.org_id is not None})
+    allow_untenanted = any(b.org_id is None for b in scope)
+    parts: list[sql.Composable] = [sql.SQL("kb_id = ANY(%(scope_kb_ids)s)")]
+    params: dict[str, Any] = {"scope_kb_ids": sorted({b.kb_id for b in scope})}
+    tenant_checks: list[sql.Composable] = []
+    if tenants:
+        tenant_checks.append(sql.SQL("org_id = ANY(%(scope_tenants)s)"))
+        params["scope_tenants"] = tenants
+    if allow_untenanted:
+        tenant_checks.append(sql.SQL("org_id IS NULL"))
+    parts.append(sql.SQL("(") + sql.SQL(" OR ").join(tenant_checks) + sql.SQL(")"))
+    for column, values, key in (
+        ("source", flt.sources, "f_sources"),
+        ("document_type", flt.document_types, "f_document_types"),
+        ("organizational_unit", flt.organizational_units, "f_units"),
+        ("document_id", flt.document_ids, "f_document_ids"),
+    ):
+        if values is not None:
+            parts.append(sql.SQL("{c} = ANY(%({k})s)").format(c=sql.Identifier(column), k=sql.SQL(key)))
+            params[key] = list(values)
+    if flt.date_from is not None:
+        parts.append(sql.SQL("document_date >= %(f_date_from)s"))
+        params["f_date_from"] = flt.date_from
+    if flt.date_to is not None:
+        parts.append(sql.SQL("document_date <= %(f_date_to)s"))
+        params["f_date_to"] = flt.date_to
+    return sql.SQL(" AND ").join(parts), params
+
+
+# --- choosing the plan ------------------------------------------------------------------------
+
+
+def vector_extension_version(conn: psycopg.Connection) -> tuple[int, ...]:
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if row is None:
+        return (0,)
+    text = row["extversion"] if isinstance(row, dict) else row[0]
+    return tuple(int(p) for p in str(text).split(".") if p.isdigit())
+
+
+def has_iterative_scan(conn: psycopg.Connection) -> bool:
+    return vector_extension_version(conn) >= (0, 8)
+
+
+def _one(row: Any) -> Any:
+    return next(iter(row.values())) if isinstance(row, dict) else row[0]
+
+
+def _table_rows(conn: psycopg.Connection, collection: str) -> float:
+    """The planner's row count for the table (reltuples; -1 before the first ANALYZE)."""
+    row = conn.execute(
+        "SELECT reltuples::float8 AS n, relpages FROM pg_class WHERE oid = to_regclass(%s)",
+        (table_name(collection),),
+    ).fetchone()
+    if row is None:
+        return 0.0
+    n = float(row["n"] if isinstance(row, dict) else row[0])
+    if n < 0:  # never analyzed: count it (a table this young is small enough to)
+        counted = conn.execute(sql.SQL("SELECT count(*) FROM {t}").format(t=table_ident(collection))).fetchone()
+        n = float(_one(counted))
+    return n
+
+
+def _estimated_rows(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any]) -> float:
+    query = sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {t} WHERE ").format(t=table_ident(collection)) + where
+    row = conn.execute(query, params).fetchone()
+    plan = _one(row)
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return float(plan[0]["Plan"]["Plan Rows"])
+
+
+def count_in_scope(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any],
+                   cap: int) -> int:
+    """Rows matching ``where``, counted up to ``cap + 1`` (so ``> cap`` means "more than cap")."""
+    query = (sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {t} WHERE ").format(t=table_ident(collection))
+             + where + sql.SQL(" LIMIT %(count_cap)s) AS in_scope"))
+    return int(_one(conn.execute(query, {**params, "count_cap": cap + 1}).fetchone()))
+
+
+def choose_plan(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any],
+                limit: int, *, iterative: bool, exact_rows: int = EXACT_SCAN_ROWS) -> Plan:
+    total = max(_table_rows(conn, collection), 1.0)
+    estimate = _estimated_rows(conn, collection, where, params)
+    # Counting is exact but reads the rows; skip it when the planner is sure the scope is large.
+    if estimate <= 4 * exact_rows:
+        counted = count_in_scope(conn, collection, where, params, exact_rows)
+        if counted <= exact_rows:
+            return Plan("exact", counted, min(1.0, counted / total))
+    # More rows than the exact cap: the count says at least cap + 1, the planner may say more.
+    selectivity = min(1.0, max(estimate, exact_rows + 1) / total)
+    needed_ef = math.ceil(limit * OVERFETCH / selectivity)
+    ef = max(MIN_EF_SEARCH, limit * 2, needed_ef)
+    if iterative:
+        # The server keeps walking the graph until `limit` rows in scope are found.
+        return Plan("hnsw_iterative", None, selectivity, min(ef, MAX_EF_SEARCH))
+    if ef > MAX_EF_SEARCH:
+        # The graph cannot be asked for enough rows to hold the top-k of so narrow a scope.
+        return Plan("exact", None, selectivity)
+    return Plan("hnsw", None, selectivity, ef)
+
+
+# --- the candidate query ----------------------------------------------------------------------
+
+_COLUMNS = """id, document_id, kb_id, chunk_index, content, filename, page_start, page_end, source,
+           document_type, organizational_unit, document_date, source_path, metadata, content_tsv"""
+
+# `+ 0` keeps the ORDER BY from matching the HNSW index, so the rows in scope are
+# found through the btree indexes and every one of them is scored: an exact top-k.
+_ORDER = {
+    "exact": "(embedding <=> %(vec)s) + 0",
+    "hnsw": "embedding <=> %(vec)s",
+    "hnsw_iterative": "embedding <=> %(vec)s",
+}
+
 _CANDIDATES = """
 WITH q AS (
     SELECT replace(plainto_tsquery('simple', %(text)s)::text, '&', '|') AS terms
-), hits AS (
-    SELECT id, document_id, kb_id, chunk_index, content, filename, page_start, page_end, source,
-           document_type, organizational_unit, source_path, metadata, content_tsv,
-           1 - (embedding <=> %(vec)s) AS vec_score
+), hits AS MATERIALIZED (
+    SELECT {columns}, embedding <=> %(vec)s AS distance
       FROM {t}
-     WHERE kb_id = ANY(%(kb_ids)s)
-     ORDER BY embedding <=> %(vec)s
+     WHERE {where}
+     ORDER BY {order}
      LIMIT %(limit)s
 )
-SELECT hits.*, CASE WHEN q.terms = '' THEN 0.0
-                    ELSE ts_rank(hits.content_tsv, q.terms::tsquery) END AS text_score
+SELECT hits.*, 1 - hits.distance AS vec_score,
+       CASE WHEN q.terms = '' THEN 0.0 ELSE ts_rank(hits.content_tsv, q.terms::tsquery) END AS text_score
   FROM hits CROSS JOIN q
+ ORDER BY hits.distance, hits.id
 """
+
+
+def candidate_query(collection: str, where: sql.Composable, strategy: Strategy) -> sql.Composed:
+    return sql.SQL(_CANDIDATES).format(
+        columns=sql.SQL(_COLUMNS), t=table_ident(collection), where=where, order=sql.SQL(_ORDER[strategy])
+    )
+
+
+def _apply_plan(conn: psycopg.Connection, plan: Plan) -> None:
+    # set_config(..., true) lasts until the end of the caller's transaction, like SET LOCAL.
+    if plan.ef_search is not None:
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(plan.ef_search),))
+    if plan.strategy == "hnsw_iterative":
+        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        conn.execute("SELECT set_config('hnsw.max_scan_tuples', %s, true)", (str(MAX_SCAN_TUPLES),))
 
 
 def vector_candidates(
@@ -79,50 +316,80 @@ def vector_candidates(
     *,
     vector: Sequence[float],
     text: str,
-    kb_ids: Sequence[uuid.UUID],
+    scope: Sequence[BaseScope],
     limit: int,
-) -> list[Candidate]:
-    if not kb_ids or not table_exists(conn, collection):
+    filters: ChunkFilter = NO_FILTER,
+    strategy: Strategy | None = None,
+) -> tuple[list[Candidate], Plan]:
+    """The ``limit`` rows in scope nearest ``vector``, each with its full-text rank for ``text``.
+
+    ``strategy`` forces a plan (the benchmarks and the recall test use it); by
+    default it is chosen from the size of the scope.
+    """
+    if not scope or not table_exists(conn, collection):
+        return [], Plan("exact", 0, 0.0)
+    where, params = scope_clause(scope, filters)
+    if strategy is None:
+        plan = choose_plan(conn, collection, where, params, limit, iterative=has_iterative_scan(conn))
+    else:
+        plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH if strategy != "exact" else None)
+    params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "text": text, "limit": limit}
+    _apply_plan(conn, plan)
+    rows = conn.execute(candidate_query(collection, where, plan.strategy), params).fetchall()
+    if len(rows) < limit and plan.strategy != "exact" and strategy is None:
+        # The graph came back short: either the scope holds fewer rows, or it missed some. Exact settles it.
+        plan = Plan("exact", None, plan.selectivity)
+        rows = conn.execute(candidate_query(collection, where, "exact"), params).fetchall()
+    return [_candidate(collection, r) for r in rows], plan
+
+
+def _candidate(collection: str, r: dict[str, Any]) -> Candidate:
+    return Candidate(
+        collection=collection,
+        chunk_id=r["id"],
+        document_id=r["document_id"],
+        kb_id=r["kb_id"],
+        chunk_index=r["chunk_index"],
+        content=r["content"],
+        filename=r["filename"],
+        page_start=r["page_start"],
+        page_end=r["page_end"],
+        source=r["source"],
+        document_type=r["document_type"],
+        organizational_unit=r["organizational_unit"],
+        source_path=r["source_path"],
+        metadata=r["metadata"] or {},
+        vec_score=float(r["vec_score"]),
+        text_score=float(r["text_score"]),
+        document_date=r["document_date"],
+    )
+
+
+def organizational_units(conn: psycopg.Connection, collection: str, scope: Sequence[BaseScope]) -> list[str]:
+    """R-SRCH-5: the units actually present among the rows in scope; a blank is no unit."""
+    if not scope or not table_exists(conn, collection):
         return []
-    rows = conn.execute(
-        sql.SQL(_CANDIDATES).format(t=table_ident(collection)),
-        {
-            "vec": np.asarray(vector, dtype=np.float32),
-            "text": text,
-            "kb_ids": list(kb_ids),
-            "limit": limit,
-        },
-    ).fetchall()
-    return [
-        Candidate(
-            collection=collection,
-            chunk_id=r["id"],
-            document_id=r["document_id"],
-            kb_id=r["kb_id"],
-            chunk_index=r["chunk_index"],
-            content=r["content"],
-            filename=r["filename"],
-            page_start=r["page_start"],
-            page_end=r["page_end"],
-            source=r["source"],
-            document_type=r["document_type"],
-            organizational_unit=r["organizational_unit"],
-            source_path=r["source_path"],
-            metadata=r["metadata"] or {},
-            vec_score=float(r["vec_score"]),
-            text_score=float(r["text_score"]),
-        )
-        for r in rows
-    ]
+    where, params = scope_clause(scope)
+    query = (sql.SQL("SELECT DISTINCT organizational_unit AS unit FROM {t} WHERE ").format(t=table_ident(collection))
+             + where + sql.SQL(" AND organizational_unit IS NOT NULL AND btrim(organizational_unit) <> ''"
+                               " ORDER BY 1"))
+    return [_one(r) for r in conn.execute(query, params).fetchall()]
+
+
+# --- ordering ---------------------------------------------------------------------------------
+
+
+def order(candidates: list[Candidate]) -> list[Candidate]:
+    """By the reranker's score when there is one, else by the weighted sum; ties by vector score."""
+    return sorted(candidates, key=lambda c: (c.score, c.vec_score), reverse=True)
 
 
 def rank(candidates: list[Candidate], *, top_k: int, gate: bool = True) -> list[Candidate]:
-    """Weighted order, both gates, dedupe on the first 120 characters, then top_k."""
-    ordered = sorted(candidates, key=lambda c: c.score, reverse=True)
+    """The order, both gates, dedupe on the first 120 characters, then top_k."""
     seen: set[str] = set()
     out: list[Candidate] = []
-    for c in ordered:
-        if gate and (c.vec_score < VEC_GATE or (c.reranker_score is not None and c.reranker_score < VEC_GATE)):
+    for c in order(candidates):
+        if gate and not c.passes_gates():
             continue
         key = c.content[:DEDUPE_PREFIX]
         if key in seen:

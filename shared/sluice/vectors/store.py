@@ -123,6 +123,56 @@ def insert_chunks(conn: psycopg.Connection, collection: str, rows: Sequence[Chun
     return len(rows)
 
 
+_BATCH_ROWS = 200
+
+
+def insert_chunks_batched(conn: psycopg.Connection, collection: str, rows: Sequence[ChunkRow]) -> int:
+    """The alternative R-VEC-3 allows: ``executemany`` of at most 200 rows a statement.
+
+    Kept for ``bench/ingest.py``, which measures it against the COPY above; the
+    pipeline writes with COPY because it measured faster.
+    """
+    if not rows:
+        return 0
+    stmt = sql.SQL("INSERT INTO {t} ({cols}) VALUES ({params})").format(
+        t=table_ident(collection),
+        cols=sql.SQL(", ").join(map(sql.Identifier, _COLUMNS)),
+        params=sql.SQL(", ").join(sql.Placeholder() * len(_COLUMNS)),
+    )
+    with conn.cursor() as cur:
+        for i in range(0, len(rows), _BATCH_ROWS):
+            cur.executemany(stmt, [
+                (
+                    r.document_id, r.kb_id, r.org_id, r.chunk_index, r.content,
+                    Vector(np.asarray(r.embedding, dtype=np.float32)),
+                    r.page_start, r.page_end, r.source, r.document_type, r.organizational_unit,
+                    r.document_date, r.source_path, r.filename, r.content_hash, Jsonb(r.metadata),
+                )
+                for r in rows[i:i + _BATCH_ROWS]
+            ])
+    return len(rows)
+
+
+def replace_document_chunks(conn: psycopg.Connection, collection: str, document_id: uuid.UUID,
+                            rows: Sequence[ChunkRow]) -> int:
+    """Write a document's new chunks, then delete the ones it had (R-VEC-3: insert before delete).
+
+    The caller holds the document row's lock, so every older chunk of this
+    document was committed before this transaction drew its ids: the new rows'
+    ids are all above ``high``, and the delete takes exactly the old ones.
+    """
+    t = table_ident(collection)
+    row = conn.execute(
+        sql.SQL("SELECT max(id) AS high FROM {t} WHERE document_id = %s").format(t=t), (document_id,)
+    ).fetchone()
+    high = (row["high"] if isinstance(row, dict) else row[0]) if row else None
+    insert_chunks(conn, collection, rows)
+    if high is not None:
+        conn.execute(sql.SQL("DELETE FROM {t} WHERE document_id = %s AND id <= %s").format(t=t),
+                     (document_id, high))
+    return len(rows)
+
+
 def delete_document_chunks(conn: psycopg.Connection, collection: str, document_id: uuid.UUID) -> int:
     if not table_exists(conn, collection):
         return 0

@@ -14,6 +14,7 @@ import boto3
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
+
 from sluice.embedding import EmbeddingSpec, build_embedder, clear_embedder_cache, find_model
 from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.bedrock import TITAN_V2, BedrockEmbedder

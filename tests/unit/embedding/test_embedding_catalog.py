@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from sluice.embedding import CatalogModel, catalog, find_model, load_catalog
 from sluice.errors import ValidationError
 

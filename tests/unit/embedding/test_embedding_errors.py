@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from sluice import errors
 from sluice.errors import EmbeddingCallError, EmbeddingError, SluiceError
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from sluice.embedding import EmbeddingSpec, build_embedder
 from sluice.embedding import local as local_module
 from sluice.embedding.local import LocalEmbedder

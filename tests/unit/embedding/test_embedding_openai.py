@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from sluice.embedding import EmbeddingSpec, build_embedder, clear_embedder_cache, find_model
 from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.openai_compatible import OpenAICompatibleEmbedder

@@ -7,6 +7,7 @@ import json
 import boto3
 import pytest
 from botocore.stub import Stubber
+
 from sluice.embedding import SecretsManagerSecretReader, api_key_from_secret
 
 SECRET_ID = "sluice/org-1/openai"
