@@ -1,0 +1,314 @@
+"""Plain text, Markdown, CSV, JSON, XML and HTML (SPEC §4, text row).
+
+Decoding, decided once for all text kinds:
+
+* A byte-order mark wins: UTF-8, UTF-16 (LE/BE) and UTF-32 (LE/BE) files are decoded
+  by their BOM. Windows writes "Unicode" text as UTF-16 with a BOM, and a BOM cannot
+  be mistaken for anything else, so refusing those files would only punish users.
+* Otherwise the bytes must be UTF-8 — except plain text, Markdown, CSV and HTML, where a
+  file in a legacy single-byte or East Asian encoding (Windows-1252, KOI8, Shift-JIS…)
+  is recognised by ``charset_normalizer`` and decoded when the guess is confident.
+  Those files are common exports and their users cannot tell what encoding they are in.
+* JSON is UTF-8 by definition (RFC 8259 §8.1) and must parse; invalid JSON is refused.
+* XML is decoded by its BOM or its declared ``encoding``, then parsed with expat with
+  every entity declaration refused and nothing external ever loaded.
+* Bytes that fit none of these are refused with a sentence; they are never indexed as
+  replacement characters.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from html.parser import HTMLParser
+from xml.parsers import expat
+
+from sluice.errors import ParseError
+from sluice.parsing.budget import ParseBudget, TextBudget
+from sluice.parsing.document import ParsedDocument
+
+_BOMS = [
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+]
+
+_UNDECODABLE = (
+    "This file is not UTF-8 text and its encoding could not be recognised. Save it as UTF-8 and upload it again."
+)
+
+
+def bom_encoding(data: bytes) -> tuple[str, int] | None:
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return encoding, len(bom)
+    return None
+
+
+def _decode_with(data: bytes, encoding: str) -> str | None:
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _guess_legacy(data: bytes) -> str | None:
+    from charset_normalizer import from_bytes
+
+    matches = list(from_bytes(data[: 1 << 20]))
+    if not matches or matches[0].chaos > 0.3:
+        return None
+    best = matches[0]
+    # Short texts decode equally well in several Windows code pages (French as Hungarian
+    # cp1250: "élèves" as "élčves"); on a tie, Windows-1252 is by far the likelier one.
+    for match in matches:
+        if match.encoding == "cp1252" and match.chaos <= best.chaos + 0.01 and match.coherence >= best.coherence - 0.01:
+            best = match
+            break
+    return _decode_with(data, best.encoding)
+
+
+def decode_text(data: bytes, *, allow_legacy: bool, declared: str | None = None, prefer_utf8: bool = False) -> str:
+    found = bom_encoding(data)
+    if found:
+        encoding, skip = found
+        text = _decode_with(data[skip:], encoding)
+        if text is None:
+            name = encoding.upper()
+            raise ParseError(f"This file starts with a {name} byte-order mark but is not valid {name}.")
+        return text
+    if prefer_utf8 or not declared:
+        # Valid multi-byte UTF-8 is almost never an accident, so it beats a label that
+        # an editor copied from a template (pages labelled iso-8859-1 and saved as UTF-8).
+        text = _decode_with(data, "utf-8")
+        if text is not None:
+            return text
+    if declared:
+        # A label can be wrong the other way too (labelled UTF-8, saved as Windows-1256):
+        # only trust it when the bytes decode.
+        text = _decode_with(data, declared)
+        if text is not None:
+            return text
+    if allow_legacy:
+        text = _guess_legacy(data)
+        if text is not None:
+            return text
+    raise ParseError(_UNDECODABLE)
+
+
+def read_plain(data: bytes, budget: ParseBudget) -> ParsedDocument:
+    text = TextBudget(budget.max_chars)
+    text.add(decode_text(data, allow_legacy=True))
+    return text.finish()
+
+
+def read_json(data: bytes, budget: ParseBudget) -> ParsedDocument:
+    found = bom_encoding(data)
+    if found and found[0] != "utf-8":
+        decoded = decode_text(data, allow_legacy=False)
+    else:
+        try:
+            decoded = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ParseError("This JSON file is not valid UTF-8, which JSON requires.") from None
+    try:
+        _check_json_values(decoded)
+    except RecursionError:
+        raise ParseError("This JSON file nests its values too deeply to be read.") from None
+    except ValueError as exc:
+        raise ParseError(f"This file is not valid JSON (line {getattr(exc, 'lineno', '?')}).") from None
+    text = TextBudget(budget.max_chars)
+    text.add(decoded)
+    return text.finish()
+
+
+def _check_json_values(decoded: str) -> None:
+    """One JSON value, or several one after another (JSON Lines, logged objects): both are
+    what people save as .json. Anything else — a trailing comma, a bare word — is refused."""
+    decoder = json.JSONDecoder()
+    at = 0
+    end = len(decoded)
+    while True:
+        while at < end and decoded[at] in " \t\r\n":
+            at += 1
+        if at == end:
+            return
+        _, at = decoder.raw_decode(decoded, at)
+
+
+# --- XML ----------------------------------------------------------------------------------
+
+_XML_DECL = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._\-]+)["']""")
+
+
+class _Stop(Exception):
+    """The budget is spent: stop parsing, keep what was read."""
+
+
+class _XmlUnsafe(Exception):
+    pass
+
+
+def read_xml(data: bytes, budget: ParseBudget) -> ParsedDocument:
+    declared = None
+    if not bom_encoding(data):
+        match = _XML_DECL.match(data[:1024])
+        if match:
+            declared = match.group(1).decode("ascii")
+            if not _known(declared):
+                raise ParseError(f"This XML file declares the encoding {declared!r}, which Sluice cannot decode.")
+    decoded = decode_text(data, allow_legacy=False, declared=declared)
+    text = TextBudget(budget.max_chars)
+    xml_text(decoded, text)
+    return text.finish()
+
+
+def _known(encoding: str) -> bool:
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        return False
+    return True
+
+
+def xml_text(decoded: str, text: TextBudget) -> None:
+    """Element text in document order, one line per element, with entities refused.
+
+    expat is used directly: no DTD is loaded (parameter-entity parsing stays off), an
+    entity declaration of any kind stops the parse, and there is no handler that could
+    fetch an external reference — the protections defusedxml adds, with nothing else.
+    """
+    parser = expat.ParserCreate()
+    pending: list[str] = []
+
+    def flush() -> None:
+        line = " ".join("".join(pending).split())
+        pending.clear()
+        if line:
+            text.separate("\n")
+            if not text.add(line):
+                raise _Stop
+
+    def refuse_entity(*_args: object) -> None:
+        raise _XmlUnsafe
+
+    parser.EntityDeclHandler = refuse_entity
+    parser.UnparsedEntityDeclHandler = refuse_entity
+    parser.StartElementHandler = lambda _name, _attrs: flush()
+    parser.EndElementHandler = lambda _name: flush()
+    parser.CharacterDataHandler = pending.append
+    # The declaration names the encoding of the bytes; these are already decoded text.
+    body = re.sub(r"^(\s*<\?xml[^>]*?)\sencoding\s*=\s*[\"'][^\"']*[\"']", r"\1", decoded, count=1)
+    try:
+        step = 1 << 20
+        for start in range(0, len(body), step):
+            parser.Parse(body[start : start + step], False)
+        parser.Parse("", True)
+        flush()
+    except _Stop:
+        return
+    except _XmlUnsafe:
+        raise ParseError(
+            "This XML file declares entities. Sluice does not expand XML entities, because they "
+            "are how entity-expansion bombs and external-file reads are built; remove the "
+            "DOCTYPE entity declarations and upload it again."
+        ) from None
+    except expat.ExpatError as exc:
+        raise ParseError(f"This XML file is not well-formed (line {exc.lineno}): it cannot be read.") from None
+
+
+# --- HTML ---------------------------------------------------------------------------------
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._\-]+)""", re.IGNORECASE)
+# Content a reader never sees. <head> itself is not skipped: its <title> is worth keeping.
+_SKIP_TAGS = {"script", "style", "noscript", "template", "svg"}
+_BLOCK_TAGS = {
+    "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "fieldset",
+    "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",
+    "hr", "li", "main", "nav", "ol", "p", "pre", "section", "table", "tbody", "thead", "tfoot",
+    "title", "tr", "ul", "body", "html",
+}  # fmt: skip
+_CELL_TAGS = {"td", "th"}
+
+
+class _HtmlText(HTMLParser):
+    def __init__(self, text: TextBudget) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out = text
+        self.skip_depth = 0
+        self.skipping: list[str] = []
+        self.line: list[str] = []
+        self.in_pre = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _SKIP_TAGS:
+            self.skipping.append(tag)
+            return
+        if tag in _BLOCK_TAGS:
+            self.flush()
+        elif tag in _CELL_TAGS and self.line:
+            self.line.append("\t")
+        if tag == "pre":
+            self.in_pre += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self.skipping and tag == self.skipping[-1]:
+            self.skipping.pop()
+            return
+        if tag in _BLOCK_TAGS:
+            self.flush()
+        if tag == "pre" and self.in_pre:
+            self.in_pre -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.skipping:
+            return
+        self.line.append(data)
+
+    def flush(self) -> None:
+        raw = "".join(self.line)
+        self.line.clear()
+        lines = raw.splitlines() if self.in_pre else [raw]
+        for piece in lines:
+            cleaned = "\t".join(" ".join(cell.split()) for cell in piece.split("\t")).strip()
+            if cleaned:
+                self.out.separate("\n")
+                if not self.out.add(cleaned):
+                    raise _Stop
+
+
+def html_encoding(data: bytes) -> str | None:
+    match = _META_CHARSET.search(data[:65536])
+    if not match:
+        return None
+    label = match.group(1).decode("ascii", "ignore")
+    return label if _known(label) else None
+
+
+# Browsers end a script at "</script" followed by a space, "/" or ">"; html.parser (3.11)
+# waits for an exact "</script>", and would swallow the rest of the page as script.
+_LOOSE_RAW_END = re.compile(r"</(script|style)\b[^>]*>", re.IGNORECASE)
+
+
+def html_text(decoded: str, text: TextBudget) -> None:
+    decoded = _LOOSE_RAW_END.sub(r"</\1>", decoded)
+    parser = _HtmlText(text)
+    try:
+        step = 1 << 16
+        for start in range(0, len(decoded), step):
+            parser.feed(decoded[start : start + step])
+        parser.close()
+        parser.flush()
+    except _Stop:
+        return
+
+
+def read_html(data: bytes, budget: ParseBudget) -> ParsedDocument:
+    declared = None if bom_encoding(data) else html_encoding(data)
+    decoded = decode_text(data, allow_legacy=True, declared=declared, prefer_utf8=True)
+    text = TextBudget(budget.max_chars)
+    html_text(decoded, text)
+    return text.finish()

@@ -1,0 +1,161 @@
+"""Type by content and name together, the canonical MIME type, and refusal of renamed files (R-UP-6)."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from parsing_samples import (
+    CORPUS,
+    docx_bytes,
+    odt_bytes,
+    pdf_bytes,
+    png_bytes,
+    pptx_bytes,
+    tar_gz_bytes,
+    xlsx_bytes,
+    zip_bytes,
+)
+
+from sluice.errors import UnsupportedTypeError
+from sluice.parsing import SUPPORTED_EXTENSIONS, FileKind, sniff
+from sluice.parsing.extract import _reader
+from sluice.parsing.kinds import EXTENSION_KINDS
+
+EXE = b"MZ\x90\x00\x03\x00\x00\x00\x04\x00\x00\x00\xff\xff" + b"\x00" * 400 + b"This program cannot be run in DOS mode"
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "kind", "family", "mime"),
+    [
+        (pdf_bytes(["hello"]), "Report.PDF", "pdf", "pdf", "application/pdf"),
+        (
+            docx_bytes(["hello"]),
+            "a.docx",
+            "docx",
+            "docx",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        ),
+        (
+            xlsx_bytes({"S": [[1]]}),
+            "a.xlsx",
+            "xlsx",
+            "spreadsheet",
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        ),
+        (
+            pptx_bytes(),
+            "deck.pptx",
+            "pptx",
+            "presentation",
+            "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        ),
+        (odt_bytes(["hello"]), "a.odt", "odt", "document", "application/vnd.oasis.opendocument.text"),
+        (b"plain words", "notes.txt", "txt", "text", "text/plain"),
+        (b"# Title", "README.md", "md", "text", "text/markdown"),
+        (b"a,b\n1,2\n", "t.csv", "csv", "text", "text/csv"),
+        (b'{"a": 1}', "d.json", "json", "text", "application/json"),
+        (b"<a>b</a>", "d.xml", "xml", "text", "application/xml"),
+        (b"<p>hi</p>", "page.htm", "html", "text", "text/html"),
+        (zip_bytes([("a.txt", b"a")]), "bundle.zip", "zip", "archive", "application/zip"),
+        (tar_gz_bytes([("a.txt", b"a")]), "bundle.tgz", "tar.gz", "archive", "application/gzip"),
+        (tar_gz_bytes([("a.txt", b"a")]), "bundle.tar.gz", "tar.gz", "archive", "application/gzip"),
+        (png_bytes(), "photo.png", "png", "image", "image/png"),
+        (b"\xff\xd8\xff\xe0" + b"\x00" * 20, "photo.jpeg", "jpg", "image", "image/jpeg"),
+        (b"GIF89a" + b"\x00" * 20, "a.gif", "gif", "image", "image/gif"),
+        (b"RIFF\x00\x00\x00\x00WEBPVP8 ", "a.webp", "webp", "image", "image/webp"),
+        (b"II*\x00" + b"\x00" * 20, "scan.tiff", "tif", "image", "image/tiff"),
+    ],
+)
+def test_content_and_name_agree_and_the_canonical_mime_is_resolved(
+    data: bytes, name: str, kind: str, family: str, mime: str
+) -> None:
+    found = sniff(data, name)
+    assert found == FileKind(kind=kind, family=family, mime=mime, extension=name[name.index(".") :].lower())
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "words"),
+    [
+        (EXE, "invoice.pdf", "a Windows program"),
+        (EXE, "notes.txt", "a Windows program"),
+        (
+            zip_bytes([("word/document.xml", b"<w/>")]),
+            "letter.docx",
+            "zip archive without the parts of an Office document",
+        ),
+        (docx_bytes(["x"]), "sheet.xlsx", "looks like a Word document"),
+        (xlsx_bytes({"S": [[1]]}), "letter.docx", "looks like an Excel workbook"),
+        (pdf_bytes(["x"]), "letter.docx", "looks like a PDF"),
+        (b"\x00\x01\x02\x03" * 500, "data.txt", "binary data"),
+        (b"%PDF-1.7\n" + b"\x00" * 100, "data.csv", "looks like a PDF"),
+        (zip_bytes([("a.txt", b"a")]), "archive.tar.gz", "looks like a zip archive"),
+        (gzip.compress(b"just one compressed text"), "logs.tar.gz", "gzip-compressed file that is not a tar archive"),
+        (png_bytes(), "photo.jpg", "looks like a PNG image"),
+        (b"", "empty.pdf", "the file is empty"),
+        (odt_bytes(["x"]), "a.ods", "looks like an OpenDocument text document"),
+    ],
+)
+def test_a_file_that_is_not_what_its_name_says_is_refused_naming_what_it_looks_like(
+    data: bytes, name: str, words: str
+) -> None:
+    with pytest.raises(UnsupportedTypeError) as caught:
+        sniff(data, name)
+    assert words in caught.value.message
+    assert caught.value.code == "UNSUPPORTED_TYPE"
+
+
+def test_an_unknown_extension_is_refused_listing_what_is_supported() -> None:
+    with pytest.raises(UnsupportedTypeError) as caught:
+        sniff(b"{\\rtf1 hello}", "letter.rtf")
+    message = caught.value.message
+    assert "Sluice cannot read .rtf files" in message and "looks like an RTF document" in message
+    for extension in (".pdf", ".docx", ".xlsx", ".zip", ".tar.gz"):
+        assert extension in message
+
+
+def test_a_file_without_an_extension_is_refused() -> None:
+    with pytest.raises(UnsupportedTypeError, match="files without an extension"):
+        sniff(b"hello", "Makefile")
+
+
+def test_utf16_text_with_a_byte_order_mark_is_text_not_binary() -> None:
+    assert sniff("hello\nworld".encode("utf-16"), "notes.txt").kind == "txt"
+
+
+def test_ooxml_encrypted_in_an_ole2_box_is_let_through_to_be_refused_as_encrypted() -> None:
+    path = CORPUS / "encrypted" / "protected_agile.docx"
+    if not path.exists():
+        pytest.skip("real corpus not present")
+    from parsing_samples import budget
+
+    from sluice.errors import EncryptedDocumentError
+    from sluice.parsing import extract
+
+    data = path.read_bytes()
+    kind = sniff(data, "protected.docx")
+    with pytest.raises(EncryptedDocumentError, match="password"):
+        extract(data, kind, budget())
+
+
+def test_legacy_office_files_are_told_apart_by_their_streams() -> None:
+    doc = CORPUS / "encrypted" / "PasswordProtected.doc"
+    xls = CORPUS / "xls" / "testEXCEL.xls"
+    if not (doc.exists() and xls.exists()):
+        pytest.skip("real corpus not present")
+    assert sniff(doc.read_bytes(), "a.doc").kind == "doc"
+    assert sniff(xls.read_bytes(), "a.xls").kind == "xls"
+    with pytest.raises(UnsupportedTypeError, match="looks like a legacy Word document"):
+        sniff(doc.read_bytes(), "a.xls")
+
+
+def test_every_supported_extension_has_a_reader() -> None:
+    assert set(SUPPORTED_EXTENSIONS) == set(EXTENSION_KINDS)
+    spec_extensions = {
+        ".pdf", ".docx", ".doc", ".xlsx", ".xlsm", ".xls", ".ods", ".pptx", ".odp", ".odt", ".msg",
+        ".txt", ".md", ".csv", ".json", ".xml", ".html", ".zip", ".tar.gz", ".tgz",
+        ".png", ".jpg", ".webp", ".gif", ".tif", ".tiff",
+    }  # fmt: skip
+    assert spec_extensions <= set(SUPPORTED_EXTENSIONS)
+    for kind in set(EXTENSION_KINDS.values()):
+        assert callable(_reader(kind))
