@@ -1,27 +1,38 @@
-"""Creating, reading and changing knowledge bases; the name claim (R-VEC-4) and one
-embedding space per collection name (R-EMB-1)."""
+"""Creating, reading and changing knowledge bases and their grants; the name claim (R-VEC-4)
+and one embedding space per collection name (R-EMB-1)."""
 
 from __future__ import annotations
 
 import re
 import secrets
 import uuid
+from dataclasses import replace
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field
 
-from sluice.access.resolve import can_write, resolve_base
+from sluice.access.keys import KEYED_PROVIDERS, KeyVault, check_key_binding
+from sluice.access.resolve import (
+    ReachableCollection,
+    can_write,
+    reachable_collections,
+    readable_bases,
+    resolve_base,
+)
 from sluice.chunking import validate_collection_config
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.knowledge_bases import KnowledgeBase
-from sluice.embedding import find_model
-from sluice.errors import ConflictError, NotFoundError, ValidationError
+from sluice.embedding import CatalogModel, find_model, load_catalog
+from sluice.errors import ConflictError, ValidationError
 from sluice.identity import Principal
 from sluice.vectors.names import MAX_COLLECTION_CHARS, validate_collection_name
 
 DEFAULT_PROVIDER = "local"
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# A derived name is random; a second draw is for the astronomically unlikely taken one.
+_DERIVE_ATTEMPTS = 3
 
 
 class CreateKnowledgeBase(BaseModel):
@@ -34,9 +45,34 @@ class CreateKnowledgeBase(BaseModel):
     embedding_provider: str | None = None
     embedding_model: str | None = None
     embedding_dim: int | None = None
-    embedding_base_url: str | None = None
-    embedding_secret_id: str | None = None
+    embedding_base_url: str | None = Field(None, max_length=2000)
+    embedding_secret_id: str | None = Field(None, min_length=1, max_length=2048)
     ingestion_config: dict[str, Any] | None = None
+
+
+class UpdateKnowledgeBase(BaseModel):
+    """PATCH /kb/{id}: what is sent changes; what is left out stays. Model and width never change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    description: str | None = Field(None, max_length=2000)
+    embedding_provider: str | None = None
+    embedding_base_url: str | None = Field(None, max_length=2000)
+    embedding_secret_id: str | None = Field(None, min_length=1, max_length=2048)
+    ingestion_config: dict[str, Any] | None = None
+    # Accepted only to refuse a change with a sentence rather than an unknown-field error.
+    embedding_model: str | None = None
+    embedding_dim: int | None = None
+    collection_name: str | None = None
+    scope: str | None = None
+
+
+class GrantRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(min_length=1, max_length=200)
+    permission: Literal["view", "edit"]
 
 
 def derive_collection_name(display_name: str) -> str:
@@ -49,8 +85,14 @@ def derive_collection_name(display_name: str) -> str:
 
 
 def claim_name(conn: psycopg.Connection, p: Principal, name: str) -> list[KnowledgeBase]:
-    """Refuse a name held outside the caller's reach or reserved by a teardown; return its holders."""
-    # Serialise claims of one name so two creators cannot both find it free.
+    """Refuse a name that is not free for the caller (R-VEC-4); return the bases already on it.
+
+    A name is free when every base holding it is one the caller may write (they
+    could delete or clear them all anyway), no teardown has it reserved, and —
+    when no base holds it — no unfiled content of another tenant sits under it
+    (an app admin may adopt such content). The lock serialises claims of one
+    name until the claiming transaction ends, so two creators cannot both find it free.
+    """
     conn.execute("SELECT pg_advisory_xact_lock(hashtext('claim:' || %s))", (name,))
     if kb_repo.teardown_reserved(conn, name):
         raise ConflictError(
@@ -58,7 +100,10 @@ def claim_name(conn: psycopg.Connection, p: Principal, name: str) -> list[Knowle
             fields={"collection_name": "This name is reserved by a teardown in progress."},
         )
     holders = kb_repo.by_collection(conn, name)
-    if any(not can_write(p, h) for h in holders):
+    taken = any(not can_write(p, h) for h in holders) if holders else (
+        not p.is_app_admin and kb_repo.unfiled_content_holds(conn, name, p.org_id)
+    )
+    if taken:
         raise ConflictError(
             "This collection name is already taken.",
             fields={"collection_name": "This name is already taken; choose another."},
@@ -66,8 +111,38 @@ def claim_name(conn: psycopg.Connection, p: Principal, name: str) -> list[Knowle
     return holders
 
 
-def _embedding_choice(body: CreateKnowledgeBase, holders: list[KnowledgeBase]) -> dict[str, Any]:
+def _check_endpoint(provider: str, base_url: str | None) -> None:
+    if base_url is None:
+        return
+    if provider not in KEYED_PROVIDERS:
+        raise ValidationError(
+            "This embedding provider takes no endpoint",
+            fields={"embedding_base_url": f"The '{provider}' provider takes no endpoint; leave this empty."},
+        )
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValidationError(
+            "Invalid embedding endpoint",
+            fields={"embedding_base_url": "Must be an http(s) URL such as https://api.openai.com/v1."},
+        )
+
+
+def _adoptable_key(p: Principal, vault: KeyVault | None, scope: str, space: KnowledgeBase) -> str | None:
+    """The holder's key, when the caller could have bound it themselves; else none."""
+    if space.embedding_secret_id is None:
+        return None
+    try:
+        check_key_binding(p, vault, scope=scope, provider=space.embedding_provider,
+                          base_url=space.embedding_base_url, secret_id=space.embedding_secret_id)
+    except ValidationError:
+        return None
+    return space.embedding_secret_id
+
+
+def _embedding_choice(p: Principal, body: CreateKnowledgeBase, holders: list[KnowledgeBase],
+                      vault: KeyVault | None) -> tuple[dict[str, Any], CatalogModel]:
     if holders:
+        # A name that exists is one embedding space: adopt it, refuse a disagreeing choice (R-EMB-1).
         space = holders[0]
         chosen = {
             "embedding_provider": body.embedding_provider,
@@ -78,43 +153,66 @@ def _embedding_choice(body: CreateKnowledgeBase, holders: list[KnowledgeBase]) -
                        for k, v in chosen.items() if v is not None and v != getattr(space, k)}
         if disagreeing:
             raise ValidationError("A collection name is one embedding space", fields=disagreeing)
-        return {
+        secret_id = body.embedding_secret_id
+        if secret_id is None:
+            secret_id = _adoptable_key(p, vault, body.scope, space)
+        choice: dict[str, Any] = {
             "embedding_provider": space.embedding_provider,
             "embedding_model": space.embedding_model,
             "embedding_dim": space.embedding_dim,
             "embedding_base_url": body.embedding_base_url or space.embedding_base_url,
-            "embedding_secret_id": body.embedding_secret_id or space.embedding_secret_id,
+            "embedding_secret_id": secret_id,
         }
-    provider = body.embedding_provider or DEFAULT_PROVIDER
-    model = body.embedding_model or (DEFAULT_MODEL if provider == DEFAULT_PROVIDER else None)
-    if model is None:
-        raise ValidationError("Choose an embedding model",
-                              fields={"embedding_model": "Choose one of the provider's models."})
-    entry = find_model(provider, model, body.embedding_dim)
-    return {
-        "embedding_provider": entry.provider,
-        "embedding_model": entry.model,
-        "embedding_dim": body.embedding_dim or entry.dim,
-        "embedding_base_url": body.embedding_base_url,
-        "embedding_secret_id": body.embedding_secret_id,
-    }
+        entry = find_model(space.embedding_provider, space.embedding_model, space.embedding_dim)
+    else:
+        provider = body.embedding_provider or DEFAULT_PROVIDER
+        model = body.embedding_model or (DEFAULT_MODEL if provider == DEFAULT_PROVIDER else None)
+        if model is None:
+            # There is no deployment default for a provider other than local: the chooser names one.
+            offered = [m.model for m in load_catalog() if m.provider == provider]
+            if not offered:
+                find_model(provider, "")  # refuses the unknown provider, naming the field
+            raise ValidationError("Choose an embedding model", fields={
+                "embedding_model": f"Choose one of the '{provider}' models: {', '.join(offered)}."})
+        entry = find_model(provider, model, body.embedding_dim)
+        choice = {
+            "embedding_provider": entry.provider,
+            "embedding_model": entry.model,
+            "embedding_dim": entry.dim,
+            "embedding_base_url": body.embedding_base_url,
+            "embedding_secret_id": body.embedding_secret_id,
+        }
+    _check_endpoint(choice["embedding_provider"], choice["embedding_base_url"])
+    check_key_binding(p, vault, scope=body.scope, provider=choice["embedding_provider"],
+                      base_url=choice["embedding_base_url"], secret_id=choice["embedding_secret_id"])
+    return choice, entry
 
 
-def create_base(conn: psycopg.Connection, p: Principal, body: CreateKnowledgeBase) -> KnowledgeBase:
-    if body.scope == "org":
-        if not p.org_id or not (p.can("collections:edit") or p.is_app_admin):
-            raise ValidationError("You cannot create an organization knowledge base",
-                                  fields={"scope": "Needs an organization and collections:edit."})
-    elif body.scope == "app" and not p.is_app_admin:
+def _check_scope(p: Principal, scope: str) -> None:
+    if scope == "org" and not (p.org_id and p.can("collections:edit")):
+        raise ValidationError("You cannot create an organization knowledge base",
+                              fields={"scope": "An organization base needs an organization and collections:edit."})
+    if scope == "app" and not p.is_app_admin:
         raise ValidationError("Only an app admin creates app-wide knowledge bases",
                               fields={"scope": "Only an app admin may choose app."})
-    name = body.collection_name
-    if name is None:
-        name = derive_collection_name(body.name)
-    validate_collection_name(name)
-    holders = claim_name(conn, p, name)
-    embedding = _embedding_choice(body, holders)
-    entry = find_model(embedding["embedding_provider"], embedding["embedding_model"], embedding["embedding_dim"])
+
+
+def create_base(conn: psycopg.Connection, p: Principal, body: CreateKnowledgeBase,
+                vault: KeyVault | None = None) -> KnowledgeBase:
+    _check_scope(p, body.scope)
+    if body.collection_name is not None:
+        name = validate_collection_name(body.collection_name)
+        holders = claim_name(conn, p, name)
+    else:
+        for attempt in range(_DERIVE_ATTEMPTS):
+            name = validate_collection_name(derive_collection_name(body.name))
+            try:
+                holders = claim_name(conn, p, name)
+                break
+            except ConflictError:
+                if attempt == _DERIVE_ATTEMPTS - 1:
+                    raise
+    embedding, entry = _embedding_choice(p, body, holders, vault)
     config = validate_collection_config(body.ingestion_config or {}, max_input_tokens=entry.max_input_tokens)
     kb = KnowledgeBase(
         id=uuid.uuid4(),
@@ -122,6 +220,7 @@ def create_base(conn: psycopg.Connection, p: Principal, body: CreateKnowledgeBas
         collection_name=name,
         scope=body.scope,
         owner_id=p.user_id if body.scope == "personal" else None,
+        # A personal base records its owner's organization: the tenant stamped on its chunks.
         org_id=p.org_id if body.scope in ("org", "personal") else None,
         is_default=False,
         description=body.description,
@@ -132,18 +231,89 @@ def create_base(conn: psycopg.Connection, p: Principal, body: CreateKnowledgeBas
     return kb_repo.insert(conn, kb)
 
 
+def _refuse_fixed(kb: KnowledgeBase, body: UpdateKnowledgeBase) -> None:
+    fixed = {
+        "embedding_model": "The embedding model is fixed when a collection is created; create a new base to "
+                           "embed with another.",
+        "embedding_dim": "The embedding width is fixed when a collection is created; create a new base to "
+                         "embed at another.",
+        "collection_name": "A base's collection name cannot change.",
+        "scope": "A base's scope cannot change.",
+    }
+    changed = {k: why for k, why in fixed.items()
+               if k in body.model_fields_set and getattr(body, k) != getattr(kb, k)}
+    if changed:
+        raise ValidationError("These settings cannot change", fields=changed)
+
+
+def update_base(conn: psycopg.Connection, p: Principal, kb_id: str, body: UpdateKnowledgeBase,
+                vault: KeyVault | None = None) -> KnowledgeBase:
+    """PATCH /kb/{id}: the provider, endpoint, key and ingestion config may change; the space may not."""
+    kb = resolve_base(conn, p, kb_id, write=True, lock="update")
+    _refuse_fixed(kb, body)
+    sent = body.model_fields_set
+    changes: dict[str, Any] = {}
+    for field in ("name", "description"):
+        if field in sent and getattr(body, field) is not None and getattr(body, field) != getattr(kb, field):
+            changes[field] = getattr(body, field)
+
+    provider = body.embedding_provider if "embedding_provider" in sent and body.embedding_provider \
+        else kb.embedding_provider
+    keyed = provider in KEYED_PROVIDERS
+    base_url = body.embedding_base_url if "embedding_base_url" in sent else (kb.embedding_base_url if keyed else None)
+    secret_id = body.embedding_secret_id if "embedding_secret_id" in sent else (
+        kb.embedding_secret_id if keyed else None)
+    try:
+        entry = find_model(provider, kb.embedding_model, kb.embedding_dim)
+    except ValidationError:
+        raise ValidationError(
+            "The provider does not serve this collection's model",
+            fields={"embedding_provider": f"'{provider}' does not serve {kb.embedding_model} at width "
+                                          f"{kb.embedding_dim}, which this collection embeds with."},
+        ) from None
+    if (provider, base_url, secret_id) != (kb.embedding_provider, kb.embedding_base_url, kb.embedding_secret_id):
+        _check_endpoint(provider, base_url)
+        # A key already bound to this base for this provider was lent when it was bound;
+        # asking the vault again would make any other change depend on who is editing.
+        kept = secret_id == kb.embedding_secret_id and provider == kb.embedding_provider
+        check_key_binding(p, vault, scope=kb.scope, provider=provider, base_url=base_url, secret_id=secret_id,
+                          already_bound=kept)
+        changes.update(embedding_provider=provider, embedding_base_url=base_url, embedding_secret_id=secret_id)
+
+    if "ingestion_config" in sent:
+        config = validate_collection_config(body.ingestion_config or {}, max_input_tokens=entry.max_input_tokens)
+        changes["ingestion_config"] = config.model_dump(exclude_none=True)
+    if not changes:
+        return kb
+    return kb_repo.update(conn, kb.id, changes)
+
+
 def get_base(conn: psycopg.Connection, p: Principal, kb_id: str) -> KnowledgeBase:
     return resolve_base(conn, p, kb_id)
 
 
-def require_base(conn: psycopg.Connection, kb_id: uuid.UUID) -> KnowledgeBase:
-    kb = kb_repo.get(conn, kb_id)
-    if kb is None:
-        raise NotFoundError("Knowledge base not found")
-    return kb
-
-
 def list_bases(conn: psycopg.Connection, p: Principal) -> list[KnowledgeBase]:
-    from sluice.access.resolve import readable_bases
-
     return readable_bases(conn, p)
+
+
+def list_collections(conn: psycopg.Connection, p: Principal) -> list[ReachableCollection]:
+    return reachable_collections(conn, p)
+
+
+def grant_access(conn: psycopg.Connection, p: Principal, kb_id: str, body: GrantRequest) -> KnowledgeBase:
+    """Widen one organization base for one member; whoever may write the base may grant (R-ACC-1)."""
+    kb = resolve_base(conn, p, kb_id, write=True, lock="update")
+    if kb.scope != "org":
+        raise ValidationError(
+            "Only an organization knowledge base takes grants",
+            fields={"user_id": "A personal base is its owner's only and an app-wide base is read by everyone; "
+                               "grants widen an organization base."},
+        )
+    kb_repo.upsert_grant(conn, kb.id, body.user_id, body.permission, p.user_id)
+    return replace(kb, grants={**kb.grants, body.user_id: body.permission})
+
+
+def revoke_access(conn: psycopg.Connection, p: Principal, kb_id: str, user_id: str) -> None:
+    """Remove a member's grant on a base; removing one that is not there changes nothing."""
+    kb = resolve_base(conn, p, kb_id, write=True, lock="update")
+    kb_repo.delete_grant(conn, kb.id, user_id)

@@ -47,7 +47,7 @@ def _from_row(row: dict[str, Any]) -> KnowledgeBase:
     return KnowledgeBase(**row)
 
 
-def insert(conn: psycopg.Connection, kb: KnowledgeBase) -> KnowledgeBase:
+def insert(conn: psycopg.Connection[Any], kb: KnowledgeBase) -> KnowledgeBase:
     row = conn.execute(
         f"""
         INSERT INTO knowledge_bases (id, name, collection_name, scope, owner_id, org_id, is_default,
@@ -64,7 +64,7 @@ def insert(conn: psycopg.Connection, kb: KnowledgeBase) -> KnowledgeBase:
     return _from_row(row)
 
 
-def get(conn: psycopg.Connection, kb_id: uuid.UUID, *, lock: str | None = None) -> KnowledgeBase | None:
+def get(conn: psycopg.Connection[Any], kb_id: uuid.UUID, *, lock: str | None = None) -> KnowledgeBase | None:
     suffix = {None: "", "share": " FOR SHARE", "update": " FOR UPDATE"}[lock]
     row = conn.execute(f"SELECT {_FIELDS} FROM knowledge_bases WHERE id = %s{suffix}", (kb_id,)).fetchone()
     if row is None:
@@ -80,7 +80,7 @@ UPDATABLE = frozenset({
 })
 
 
-def update(conn: psycopg.Connection, kb_id: uuid.UUID, changes: dict[str, Any]) -> KnowledgeBase:
+def update(conn: psycopg.Connection[Any], kb_id: uuid.UUID, changes: dict[str, Any]) -> KnowledgeBase:
     unknown = set(changes) - UPDATABLE
     if unknown:
         raise ValueError(f"not updatable: {sorted(unknown)}")
@@ -100,7 +100,7 @@ def update(conn: psycopg.Connection, kb_id: uuid.UUID, changes: dict[str, Any]) 
     return kb
 
 
-def by_collection(conn: psycopg.Connection, collection_name: str) -> list[KnowledgeBase]:
+def by_collection(conn: psycopg.Connection[Any], collection_name: str) -> list[KnowledgeBase]:
     rows = conn.execute(
         f"SELECT {_FIELDS} FROM knowledge_bases WHERE collection_name = %s ORDER BY created_at, id",
         (collection_name,),
@@ -110,7 +110,7 @@ def by_collection(conn: psycopg.Connection, collection_name: str) -> list[Knowle
     return bases
 
 
-def candidates_for(conn: psycopg.Connection, user_id: str, org_id: str | None) -> list[KnowledgeBase]:
+def candidates_for(conn: psycopg.Connection[Any], user_id: str, org_id: str | None) -> list[KnowledgeBase]:
     """Every base the principal might reach: own, own org's, app-wide, or granted."""
     rows = conn.execute(
         f"""
@@ -128,14 +128,14 @@ def candidates_for(conn: psycopg.Connection, user_id: str, org_id: str | None) -
     return bases
 
 
-def grants_of(conn: psycopg.Connection, kb_id: uuid.UUID) -> dict[str, str]:
+def grants_of(conn: psycopg.Connection[Any], kb_id: uuid.UUID) -> dict[str, str]:
     rows = conn.execute(
         "SELECT user_id, permission FROM knowledge_base_grants WHERE kb_id = %s", (kb_id,)
     ).fetchall()
     return {r["user_id"]: r["permission"] for r in rows}
 
 
-def _attach_grants(conn: psycopg.Connection, bases: list[KnowledgeBase]) -> None:
+def _attach_grants(conn: psycopg.Connection[Any], bases: list[KnowledgeBase]) -> None:
     if not bases:
         return
     rows = conn.execute(
@@ -147,7 +147,7 @@ def _attach_grants(conn: psycopg.Connection, bases: list[KnowledgeBase]) -> None
         by_id[r["kb_id"]].grants[r["user_id"]] = r["permission"]
 
 
-def upsert_grant(conn: psycopg.Connection, kb_id: uuid.UUID, user_id: str, permission: str, by: str) -> None:
+def upsert_grant(conn: psycopg.Connection[Any], kb_id: uuid.UUID, user_id: str, permission: str, by: str) -> None:
     conn.execute(
         """
         INSERT INTO knowledge_base_grants (kb_id, user_id, permission, granted_by)
@@ -159,12 +159,12 @@ def upsert_grant(conn: psycopg.Connection, kb_id: uuid.UUID, user_id: str, permi
     )
 
 
-def delete_grant(conn: psycopg.Connection, kb_id: uuid.UUID, user_id: str) -> bool:
+def delete_grant(conn: psycopg.Connection[Any], kb_id: uuid.UUID, user_id: str) -> bool:
     cur = conn.execute("DELETE FROM knowledge_base_grants WHERE kb_id = %s AND user_id = %s", (kb_id, user_id))
     return cur.rowcount > 0
 
 
-def unfiled_content_holds(conn: psycopg.Connection, collection_name: str, org_id: str | None) -> bool:
+def unfiled_content_holds(conn: psycopg.Connection[Any], collection_name: str, org_id: str | None) -> bool:
     """Whether content no base files sits under the name for a tenant other than ``org_id`` (R-VEC-4).
 
     Unfiled content is what an operator's ingest (or a deleted base's leftovers)
@@ -195,7 +195,7 @@ def unfiled_content_holds(conn: psycopg.Connection, collection_name: str, org_id
     return chunk is not None
 
 
-def teardown_reserved(conn: psycopg.Connection, collection_name: str) -> bool:
+def teardown_reserved(conn: psycopg.Connection[Any], collection_name: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM collection_teardowns WHERE collection_name = %s LIMIT 1", (collection_name,)
     ).fetchone()

@@ -9,13 +9,14 @@ retries and bounds its calls (R-EMB-3), and a refusal raises an
 from sluice.embedding.catalog import CatalogModel, catalog_path, find_model, load_catalog
 from sluice.embedding.embedders import build_embedder, clear_embedder_cache
 from sluice.embedding.protocol import Embedder, EmbeddingSpec, SecretReader
-from sluice.embedding.secrets import SecretsManagerSecretReader, api_key_from_secret
+from sluice.embedding.secrets import SecretsManagerKeyVault, SecretsManagerSecretReader, api_key_from_secret
 
 __all__ = [
     "CatalogModel",
     "Embedder",
     "EmbeddingSpec",
     "SecretReader",
+    "SecretsManagerKeyVault",
     "SecretsManagerSecretReader",
     "api_key_from_secret",
     "build_embedder",

@@ -60,3 +60,29 @@ class SecretsManagerSecretReader:
         """Drop a key the provider refused, so the next call reads the rotated one."""
         with self._lock:
             self._keys.pop(secret_id, None)
+
+
+class SecretsManagerKeyVault:
+    """The ``KeyVault`` of ``sluice.access.keys`` over an injected ``secretsmanager`` client.
+
+    Reads a secret's tags with ``DescribeSecret``; the value is never read to
+    decide who may bind it. A secret scheduled for deletion is not held.
+    """
+
+    _ABSENT = frozenset({"ResourceNotFoundException", "InvalidParameterException", "ValidationException"})
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def tags_of(self, secret_id: str) -> dict[str, str] | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            described = self._client.describe_secret(SecretId=secret_id)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in self._ABSENT:
+                return None
+            raise
+        if described.get("DeletedDate"):
+            return None
+        return {t["Key"]: t.get("Value", "") for t in described.get("Tags") or []}

@@ -19,6 +19,7 @@ import psycopg
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access import resolve_base
+from sluice.access.pools import admit_upload, check_indexing_open
 from sluice.chunking import IngestionConfig, merge_override
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
@@ -26,7 +27,7 @@ from sluice.db import knowledge_bases as kb_repo
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import find_model
-from sluice.errors import ConflictError, FileTooLargeError, IndexingPausedError, UnsupportedTypeError
+from sluice.errors import ConflictError, FileTooLargeError, UnsupportedTypeError
 from sluice.identity import Principal
 from sluice.parsing import SUPPORTED_EXTENSIONS, FileKind, ParseBudget, check_archive, sniff
 from sluice.storage import ObjectStore, rag_key, safe_filename
@@ -109,11 +110,12 @@ def family_by_name(filename: str) -> str:
 
 def _check_writable(conn: psycopg.Connection, p: Principal, kb_id: str, settings: Settings
                     ) -> tuple[KnowledgeBase, IngestionConfig]:
-    if settings.indexing_paused:
-        raise IndexingPausedError("Indexing is paused by the operator; search keeps working. Try again later.")
+    check_indexing_open(settings)
     kb = resolve_base(conn, p, kb_id, write=True)
     if kb_repo.teardown_reserved(conn, kb.collection_name):
         raise ConflictError("This collection is being torn down; uploads to it are refused.")
+    # Last: it counts the upload, and the transaction that writes the row keeps or drops the count.
+    admit_upload(conn, p, kb, settings)
     return kb, IngestionConfig.model_validate(kb.ingestion_config)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from psycopg import sql
 
@@ -11,12 +12,25 @@ from sluice.errors import ValidationError
 MAX_COLLECTION_CHARS = 45
 _IDENT = re.compile(r"[a-z_][a-z0-9_]*")
 RESERVED = frozenset({"all"})
-# Tables the migrations own that carry the runtime prefix once prefixed. Derived
-# from the schema at runtime by ``owned_rag_tables``; this literal covers names
-# that exist before a database is reachable (API validation).
+# Tables the schema owns, as a floor; ``schema_tables`` adds every table the
+# migrations create, so a table added later is covered without editing this.
 SCHEMA_TABLES = frozenset(
     {"knowledge_bases", "knowledge_base_grants", "documents", "collection_teardowns", "schema_migrations"}
 )
+_CREATE_TABLE = re.compile(r"\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?([A-Za-z_][A-Za-z0-9_]*)", re.I)
+
+
+@lru_cache(maxsize=1)
+def schema_tables() -> frozenset[str]:
+    """Every table the migrations create: derived, not listed, so the name rule follows the schema."""
+    from sluice.db.migrations import migrations_dir
+
+    found = set(SCHEMA_TABLES)
+    directory = migrations_dir()
+    if directory.is_dir():
+        for path in sorted(directory.glob("*.sql")):
+            found.update(m.group(1).lower() for m in _CREATE_TABLE.finditer(path.read_text(encoding="utf-8")))
+    return frozenset(found)
 
 
 def validate_collection_name(name: str, field: str = "collection_name") -> str:
@@ -32,7 +46,9 @@ def validate_collection_name(name: str, field: str = "collection_name") -> str:
         )
     elif name in RESERVED:
         problem = f"'{name}' is reserved."
-    elif name in SCHEMA_TABLES or f"rag_{name}" in SCHEMA_TABLES:
+    elif name in schema_tables() or f"rag_{name}" in schema_tables():
+        # Both ways round: `documents` makes rag_documents, which anything stripping the
+        # prefix reads as the tracking table; a schema table named rag_x would be x's table.
         problem = f"'{name}' names a table Sluice owns once prefixed; choose another name."
     if problem:
         raise ValidationError("Invalid collection name", fields={field: problem})

@@ -1,0 +1,102 @@
+"""What an upload must pass besides access: the kill switch, and a private pool's cap and rate limits (R-ACC-5).
+
+A user's personal bases are their private pool. The pool holds at most
+``PRIVATE_DOC_CAP`` documents, counted across every personal base the owner
+has (so a second base is not a way round it). Uploads into a private pool are
+limited per uploader to ``UPLOAD_RATE_PER_MINUTE`` a minute and
+``UPLOAD_RATE_PER_DAY`` a day over sliding windows. Organization and app-wide
+bases are curated collections and are not throttled. Listing and deleting are
+never limited: only the upload paths call this module.
+
+Both checks run under the users' quota row locks, inside the transaction that
+writes the document row: concurrent requests queue on the lock, each sees the
+others' committed rows, and a request refused later in that transaction (or
+rolled back) leaves no count behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import psycopg
+
+from sluice.config import Settings
+from sluice.db import upload_quotas
+from sluice.db.knowledge_bases import KnowledgeBase
+from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError
+from sluice.identity import Principal
+
+log = logging.getLogger("sluice.access")
+
+MINUTE = timedelta(minutes=1)
+DAY = timedelta(days=1)
+
+ParameterReader = Callable[..., str | None]
+
+_ON = frozenset({"true", "1", "yes", "on", "paused"})
+
+
+def indexing_paused(settings: Settings, read_parameter: ParameterReader | None = None) -> bool:
+    """The kill switch: the ``INDEXING_PAUSED`` setting, or on AWS its SSM parameter (short cache)."""
+    if settings.indexing_paused:
+        return True
+    name = settings.indexing_paused_parameter
+    if not name:
+        return False
+    reader = read_parameter
+    if reader is None:
+        # The adapter is only needed where a parameter is configured (AWS, the local runtime).
+        from sluice.aws import parameter_value
+
+        reader = parameter_value
+    try:
+        value = reader(name, max_age=settings.indexing_paused_cache_seconds)
+    except Exception:
+        # A switch that cannot be read errs toward stopping uploads; search is unaffected.
+        log.exception("the indexing kill switch could not be read; treating indexing as paused")
+        return True
+    return value is not None and value.strip().lower() in _ON
+
+
+def check_indexing_open(settings: Settings, read_parameter: ParameterReader | None = None) -> None:
+    if indexing_paused(settings, read_parameter):
+        raise IndexingPausedError("Indexing is paused by the operator; search keeps working. Try again later.")
+
+
+def _retry_after(accepted: list[datetime], limit: int, window: timedelta, now: datetime) -> float | None:
+    """Seconds until one more upload fits the window, or ``None`` if one fits now."""
+    if limit <= 0:
+        return window.total_seconds()
+    if len(accepted) < limit:
+        return None
+    # The limit-th most recent upload leaving the window frees a slot.
+    return (accepted[-limit] + window - now).total_seconds()
+
+
+def admit_upload(conn: psycopg.Connection, p: Principal, kb: KnowledgeBase, settings: Settings) -> None:
+    """Refuse an upload a private pool has no room or no budget for; otherwise count it."""
+    if kb.scope != "personal" or kb.owner_id is None:
+        return
+    now = upload_quotas.lock_users(conn, {p.user_id, kb.owner_id})
+    if upload_quotas.private_pool_documents(conn, kb.owner_id) >= settings.private_doc_cap:
+        raise DocCapReachedError(
+            f"This private knowledge base already holds {settings.private_doc_cap} documents, the most a "
+            "private pool may; delete one to upload another.",
+            details={"cap": settings.private_doc_cap},
+        )
+    today = upload_quotas.accepted_since(conn, p.user_id, now - DAY)
+    this_minute = [t for t in today if t > now - MINUTE]
+    waits = [w for w in (
+        _retry_after(this_minute, settings.upload_rate_per_minute, MINUTE, now),
+        _retry_after(today, settings.upload_rate_per_day, DAY, now),
+    ) if w is not None]
+    if waits:
+        raise RateLimitError(
+            f"Too many uploads: a user may upload {settings.upload_rate_per_minute} documents a minute and "
+            f"{settings.upload_rate_per_day} a day to a private knowledge base. Try again later.",
+            retry_after=max(1, math.ceil(max(waits))),
+        )
+    upload_quotas.record(conn, p.user_id, now, keep=DAY)
