@@ -11,7 +11,7 @@ import pytest
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 FUNCTION_OF = {"kb": "KbFunction", "uploads": "UploadsFunction", "search": "SearchFunction",
                "parse": "ParseFunction", "chunk": "ChunkFunction", "embed": "EmbedFunction",
-               "migrate": "MigrateFunction"}
+               "migrate": "MigrateFunction", "documents": "DocumentsFunction", "dlq": "DeadLetterFunction"}
 
 pytestmark = pytest.mark.e2e
 

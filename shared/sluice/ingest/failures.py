@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from sluice.errors import DocumentRefused, EmbeddingCallError
+from sluice.errors import EmbeddingCallError, SluiceError
+
+
+def is_refusal(exc: BaseException) -> bool:
+    """A refusal Sluice raised about this document (a 4xx: unreadable, too large, a bad plan).
+
+    No redelivery changes its answer, so it fails the document at once, and its
+    message, written here for the user, is the row's error whole.
+    """
+    return isinstance(exc, SluiceError) and 400 <= exc.status < 500
 
 _ADVICE = {
     "parsing": "the file could not be read - check that it opens, then retry the upload.",
@@ -15,8 +24,11 @@ _ADVICE = {
 
 def failure_summary(stage: str, exc: BaseException) -> str:
     """Refusals Sluice raised pass through whole; anything else becomes stage + type + advice."""
-    if isinstance(exc, DocumentRefused):
-        return exc.message
+    if is_refusal(exc):
+        assert isinstance(exc, SluiceError)
+        # A field refusal's sentences say what to change; the row has no form to mark them on.
+        sentences = list(dict.fromkeys((exc.details.get("fields") or {}).values()))
+        return " ".join([exc.message, *sentences])
     if isinstance(exc, EmbeddingCallError):
         return exc.summary()
     advice = _ADVICE.get(stage.split(" ")[0], "retry the upload.")

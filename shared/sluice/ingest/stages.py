@@ -28,7 +28,6 @@ from sluice.db import knowledge_bases as kb_repo
 from sluice.db.documents import Document
 from sluice.embedding import EmbeddingSpec, find_model
 from sluice.errors import (
-    DocumentRefused,
     EmbeddingCallError,
     EmbeddingError,
     FileTooLargeError,
@@ -36,7 +35,7 @@ from sluice.errors import (
     StoredFileMissingError,
 )
 from sluice.ingest.events import ObjectEvent, ParseJob
-from sluice.ingest.failures import dead_letter_summary, failure_summary
+from sluice.ingest.failures import dead_letter_summary, failure_summary, is_refusal
 from sluice.ingest.uploads import UnitOfWork, _kb_kind
 from sluice.parsing import ParseBudget, check_archive, extract_isolated, iter_archive_members, sniff
 from sluice.parsing.archives import member_source_path
@@ -70,19 +69,26 @@ class StaleEvent(Exception):
 
 
 def _current(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, stage: str) -> Document:
-    """Claim the row for a stage: it must exist, be processing, and be on this attempt."""
+    """Claim the row for a stage: it must exist, be processing, and be on this attempt.
+
+    A row that is gone was deleted while its document was indexing: an earlier
+    stage may have written the parsed text after the delete removed it, so the
+    stage that finds the row gone removes it (R-DOC-6). Stage artifacts expire.
+    """
     with ctx.uow() as conn:
         doc = doc_repo.get(conn, doc_id, for_update=True)
-        if doc is None or doc.status != "processing" or (attempt is not None and doc.attempt != attempt):
-            raise StaleEvent(str(doc_id))
-        doc_repo.update(conn, doc_id, stage=stage)
-        return doc
+        if doc is not None and doc.status == "processing" and (attempt is None or doc.attempt == attempt):
+            doc_repo.update(conn, doc_id, stage=stage)
+            return doc
+    if doc is None:
+        ctx.store.delete_many([content_key(doc_id)])
+    raise StaleEvent(str(doc_id))
 
 
 def fail_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, stage: str,
                   exc: BaseException) -> None:
     """Mark the row ``error`` with the R-DOC-4 summary; the log keeps the exception."""
-    log.warning("document failed", exc_info=exc if not isinstance(exc, DocumentRefused) else None,
+    log.warning("document failed", exc_info=None if is_refusal(exc) else exc,
                 extra={"document_id": str(doc_id), "stage": stage, "error_type": type(exc).__name__})
     with ctx.uow() as conn:
         doc_repo.update(conn, doc_id, expect_attempt=attempt, status="error", stage=stage,
@@ -135,15 +141,15 @@ def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
         return
     try:
         _parse(ctx, doc, attempt)
-    except DocumentRefused as exc:
+    except Exception as exc:
+        if not is_refusal(exc):
+            _note_failed_delivery(ctx, doc_id, attempt, "parsing", exc)
+            raise
         fail_document(ctx, doc_id, attempt, "parsing", exc)
         # A refused upload is not kept: the row says why (R-UP-2). A missing one has nothing to delete,
         # and an inbox object is the caller's own, not ours to remove.
         if doc.storage_path and doc.source != "s3_drop" and not isinstance(exc, StoredFileMissingError):
             ctx.store.delete(doc.storage_path)
-    except Exception as exc:
-        _note_failed_delivery(ctx, doc_id, attempt, "parsing", exc)
-        raise
 
 
 def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
@@ -212,8 +218,14 @@ def _unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes,
     listing = [f"{m.path}" + (f" (skipped: {m.skipped_reason})" if m.skipped_reason else "") for m in members]
     ctx.store.put(content_key(doc.id), "\n".join(listing).encode(), content_type="text/plain; charset=utf-8")
     with ctx.uow() as conn:
-        doc_repo.update(conn, doc.id, expect_attempt=attempt, status="done", stage="done", chunk_count=0,
-                        error_message=None, last_failure=None, completed_at=datetime.now(UTC))
+        current = doc_repo.get(conn, doc.id, for_update=True)
+        if current is None or current.status != "processing" or current.attempt != attempt:
+            return
+        retired = _retire_replaced(conn, current)
+        doc_repo.update(conn, doc.id, status="done", stage="done", chunk_count=0, error_message=None,
+                        last_failure=None, completed_at=datetime.now(UTC))
+    for row in retired:
+        _forget_objects(ctx, row, keep=doc.storage_path)
 
 
 # --- S3 drops (R-UP-3) -------------------------------------------------------------------------
@@ -328,12 +340,12 @@ def chunk_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
             )
     except StaleEvent:
         return
-    except DocumentRefused as exc:
+    except Exception as exc:
+        if not is_refusal(exc):
+            _note_failed_delivery(ctx, doc_id, attempt, "chunking", exc)
+            raise
         fail_document(ctx, doc_id, attempt, "chunking", exc)
         return
-    except Exception as exc:
-        _note_failed_delivery(ctx, doc_id, attempt, "chunking", exc)
-        raise
     header = {"mime": artifact["mime"], "count": len(chunks), "strategy": plan.strategy,
               "chunk_size": plan.chunk_size, "chunk_overlap": plan.chunk_overlap}
     lines = [json.dumps(header)] + [json.dumps(asdict(c)) for c in chunks]
@@ -391,7 +403,7 @@ def _is_final(exc: BaseException) -> bool:
     """A refusal fails the document now; a transient provider failure goes back to the queue."""
     if isinstance(exc, EmbeddingCallError):
         return not exc.transient
-    return isinstance(exc, DocumentRefused | EmbeddingError)
+    return is_refusal(exc) or isinstance(exc, EmbeddingError)
 
 
 def _embed_with_progress(ctx: StageContext, doc_id: uuid.UUID, attempt: int, spec: EmbeddingSpec,
@@ -427,13 +439,19 @@ def store_chunks(ctx: StageContext, doc_id: uuid.UUID, attempt: int, kb_id: uuid
             return None
         vector_store.ensure_table(conn, collection, dim)
         vector_store.replace_document_chunks(conn, collection, doc_id, rows)
-        retired = doc_repo.replaced_by(conn, doc)
-        for old in retired:
-            vector_store.delete_document_chunks(conn, old.collection_name, old.vector_document_id or old.id)
-            doc_repo.delete(conn, old.id)
+        retired = _retire_replaced(conn, doc)
         doc_repo.update(conn, doc_id, status="done", stage="done", chunk_count=len(rows),
                         vector_document_id=doc_id, error_message=None, last_failure=None,
                         completed_at=datetime.now(UTC))
+    return retired
+
+
+def _retire_replaced(conn: Any, doc: Document) -> list[Document]:
+    """Delete the rows (and chunks) a completing document replaces, in its transaction (R-DOC-6)."""
+    retired = doc_repo.replaced_by(conn, doc)
+    for old in retired:
+        vector_store.delete_document_chunks(conn, old.collection_name, old.vector_document_id or old.id)
+        doc_repo.delete(conn, old.id)
     return retired
 
 

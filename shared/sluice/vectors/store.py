@@ -95,6 +95,12 @@ def ensure_table(conn: psycopg.Connection, collection: str, dim: int) -> None:
         ("chash_idx", "USING hash (content_hash)"),
         ("kb_idx", "(kb_id)"),
         ("doc_idx", "(document_id, chunk_index)"),
+        # Search filters (R-SRCH-2): a selective filter is answered by an exact scan of the
+        # rows it keeps, found through these (bitmap-ANDed with kb_idx), not by reading the table.
+        ("source_idx", "(source)"),
+        ("dtype_idx", "(document_type)"),
+        ("ou_idx", "(organizational_unit)"),
+        ("ddate_idx", "(document_date)"),
     ]
     for suffix, how in statements:
         conn.execute(
@@ -144,7 +150,7 @@ def insert_chunks_batched(conn: psycopg.Connection, collection: str, rows: Seque
             cur.executemany(stmt, [
                 (
                     r.document_id, r.kb_id, r.org_id, r.chunk_index, r.content,
-                    Vector(np.asarray(r.embedding, dtype=np.float32)),
+                    np.asarray(r.embedding, dtype=np.float32),
                     r.page_start, r.page_end, r.source, r.document_type, r.organizational_unit,
                     r.document_date, r.source_path, r.filename, r.content_hash, Jsonb(r.metadata),
                 )
@@ -162,8 +168,10 @@ def replace_document_chunks(conn: psycopg.Connection, collection: str, document_
     ids are all above ``high``, and the delete takes exactly the old ones.
     """
     t = table_ident(collection)
+    # ``id + 0``, not ``id``: a bare max(id) lets the planner walk the primary key backwards until it
+    # meets this document, which for a new document is the whole table; this reads the document index.
     row = conn.execute(
-        sql.SQL("SELECT max(id) AS high FROM {t} WHERE document_id = %s").format(t=t), (document_id,)
+        sql.SQL("SELECT max(id + 0) AS high FROM {t} WHERE document_id = %s").format(t=t), (document_id,)
     ).fetchone()
     high = (row["high"] if isinstance(row, dict) else row[0]) if row else None
     insert_chunks(conn, collection, rows)
@@ -191,6 +199,7 @@ def count_chunks(conn: psycopg.Connection, collection: str, document_id: uuid.UU
         query = query + sql.SQL(" WHERE document_id = %s")
         params = (document_id,)
     row = conn.execute(query, params).fetchone()
+    assert row is not None
     return int(row["n"] if isinstance(row, dict) else row[0])
 
 

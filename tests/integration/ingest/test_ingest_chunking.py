@@ -1,0 +1,59 @@
+"""The pipeline chunks with the collection's plan, bounded by the embedder's window (R-CHUNK-1),
+and reports embedding progress as n/m (R-DOC-1)."""
+
+from __future__ import annotations
+
+from sluice.chunking import max_chunk_chars
+from sluice.db import knowledge_bases as kb_repo
+from sluice.db.connection import transaction
+from tests.integration.ingest.conftest import paragraphs
+
+
+def contents(h) -> list[str]:
+    with transaction() as conn:
+        return [r["content"] for r in conn.execute(
+            f"SELECT content FROM rag_{h.kb.collection_name} ORDER BY document_id, chunk_index").fetchall()]
+
+
+def test_a_derived_chunk_size_fits_the_embedder_window(harness):
+    h = harness
+    with transaction() as conn:
+        conn.execute("UPDATE knowledge_bases SET ingestion_config = '{}'::jsonb WHERE id = %s", (h.kb.id,))
+        h.kb = kb_repo.get(conn, h.kb.id)
+    doc_id = h.upload("long.txt", paragraphs(40))
+    h.run_pipeline(doc_id)
+    window = max_chunk_chars(256)  # all-MiniLM-L6-v2 reads 256 word pieces
+    assert window < 2500
+    chunks = contents(h)
+    assert len(chunks) == h.document(doc_id).chunk_count > 1
+    assert max(len(c) for c in chunks) <= window
+    assert max(len(c) for c in chunks) > window * 0.6  # the window is used, not a tiny default
+
+
+def test_an_upload_override_is_the_plan_its_document_is_split_with(harness):
+    h = harness
+    doc_id = h.upload("small.md", paragraphs(10), ingestion={"chunk_size": 100, "chunk_overlap": 0})
+    other = h.upload("default.md", paragraphs(10))
+    h.run_pipeline(doc_id)
+    h.run_pipeline(other)
+    small, default = h.document(doc_id), h.document(other)
+    assert small.chunk_count > default.chunk_count
+    with transaction() as conn:
+        longest = conn.execute(f"SELECT max(length(content)) AS n FROM rag_{h.kb.collection_name} "
+                               "WHERE document_id = %s", (doc_id,)).fetchone()["n"]
+    assert longest <= 100
+
+
+def test_embedding_reports_n_of_m(harness):
+    h = harness
+    doc_id = h.upload("progress.txt", paragraphs(16))
+    h.deliver(h.parse_message(doc_id))
+    h.deliver(h.chunk_message(doc_id))
+    seen: list[str] = []
+    h.embedder.before_batch = lambda call: seen.append(h.document(doc_id).stage)
+    h.deliver(h.embed_message(doc_id))
+    doc = h.document(doc_id)
+    batches = -(-doc.chunk_count // 2)  # the harness embeds 2 chunks a call
+    assert seen[0] == "embedding"
+    assert seen[1:] == [f"embedding {n}/{batches}" for n in range(1, batches)]
+    assert doc.stage == "done"
