@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     mig = db.add_parser("migrate", help="apply pending schema migrations")
     mig.add_argument("--database-url", default=None)
     mig.set_defaults(func=_db_migrate)
+
+    from sluice.search.cli import add_parser as add_search
+
+    add_search(sub)
     return parser
 
 

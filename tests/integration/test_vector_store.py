@@ -12,7 +12,7 @@ from pgvector.psycopg import register_vector
 from sluice.errors import ValidationError
 from sluice.vectors import store
 from sluice.vectors.names import validate_collection_name
-from sluice.vectors.search import Candidate, rank, vector_candidates
+from sluice.vectors.search import BaseScope, Candidate, rank, vector_candidates
 
 
 def unit(v: list[float]) -> list[float]:
@@ -52,7 +52,8 @@ def test_copy_write_and_scoped_hybrid_search(conn):
     store.insert_chunks(conn, "notes", rows(uuid.uuid4(), kb_b, ["secret of tenant b"], [unit([1, 0, 0])]))
     assert store.count_chunks(conn, "notes") == 4 and store.count_chunks(conn, "notes", doc) == 3
 
-    found = vector_candidates(conn, "notes", vector=unit([1, 0, 0]), text="penalty clause", kb_ids=[kb_a], limit=8)
+    found, _ = vector_candidates(conn, "notes", vector=unit([1, 0, 0]), text="penalty clause",
+                                 scope=[BaseScope(kb_a, None)], limit=8)
     assert {c.kb_id for c in found} == {kb_a}
     assert found[0].vec_score == pytest.approx(1.0, abs=1e-5)
     assert found[0].text_score > 0

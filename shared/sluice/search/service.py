@@ -21,10 +21,13 @@ import psycopg
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from sluice.access import resolve_collection
+from sluice.db import knowledge_bases as kb_repo
+from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import EmbeddingSpec
 from sluice.embedding.rerank import Reranker
-from sluice.errors import ValidationError
+from sluice.errors import CollectionNotFoundError, ValidationError
 from sluice.identity import Principal
+from sluice.vectors.names import validate_collection_name
 from sluice.vectors.search import (
     NO_FILTER,
     RERANK_GATE,
@@ -147,10 +150,24 @@ def _spec(kb: Any) -> EmbeddingSpec:
                          base_url=kb.embedding_base_url, secret_id=kb.embedding_secret_id)
 
 
+BasesFor = Callable[[psycopg.Connection, Principal, str], list[KnowledgeBase]]
+
+
+def operator_bases(conn: psycopg.Connection, p: Principal, collection: str) -> list[KnowledgeBase]:
+    """Every base holding the name: the operator's scope for ``sluice search`` run against the database."""
+    validate_collection_name(collection, "collections")
+    bases = kb_repo.by_collection(conn, collection)
+    if not bases:
+        raise CollectionNotFoundError()
+    return bases
+
+
 def _gather(conn: psycopg.Connection, p: Principal, collections: Sequence[str], query: str, flt: ChunkFilter,
-            limit: int, embedder_for: Callable[[EmbeddingSpec], Any]) -> tuple[list[Candidate], dict[str, Plan]]:
+            limit: int, embedder_for: Callable[[EmbeddingSpec], Any],
+            bases_for: BasesFor | None) -> tuple[list[Candidate], dict[str, Plan]]:
+    resolve = bases_for or resolve_collection
     # Resolve every collection before touching any: one out of reach refuses all (R-ACC-3).
-    scopes = {name: resolve_collection(conn, p, name) for name in dict.fromkeys(collections)}
+    scopes = {name: resolve(conn, p, name) for name in dict.fromkeys(collections)}
     vectors: dict[EmbeddingSpec, list[float]] = {}
     found: list[Candidate] = []
     plans: dict[str, Plan] = {}
@@ -174,10 +191,12 @@ def _rerank(reranker: Reranker | None, query: str, candidates: list[Candidate]) 
 
 
 def search(conn: psycopg.Connection, p: Principal, req: SearchRequest,
-           embedder_for: Callable[[EmbeddingSpec], Any], reranker: Reranker | None = None) -> SearchOutcome:
+           embedder_for: Callable[[EmbeddingSpec], Any], reranker: Reranker | None = None,
+           bases_for: BasesFor | None = None) -> SearchOutcome:
+    """``bases_for`` replaces the caller's resolution only for the operator's CLI (``operator_bases``)."""
     started = time.perf_counter()
     flt = chunk_filter(req.filters, req.filter)
-    found, plans = _gather(conn, p, req.collections, req.query, flt, req.candidates, embedder_for)
+    found, plans = _gather(conn, p, req.collections, req.query, flt, req.candidates, embedder_for, bases_for)
     _rerank(reranker, req.query, found)
     results = rank(found, top_k=req.top_k)
     outcome = SearchOutcome(req.query, results, _since(started), plans, found)
@@ -186,11 +205,13 @@ def search(conn: psycopg.Connection, p: Principal, req: SearchRequest,
 
 
 def diagnostic(conn: psycopg.Connection, p: Principal, req: DiagnosticRequest,
-               embedder_for: Callable[[EmbeddingSpec], Any], reranker: Reranker | None = None) -> SearchOutcome:
+               embedder_for: Callable[[EmbeddingSpec], Any], reranker: Reranker | None = None,
+               bases_for: BasesFor | None = None) -> SearchOutcome:
     """R-SRCH-4: the vector top 20 of every collection, every candidate kept, each with its verdict."""
     started = time.perf_counter()
     flt = chunk_filter(req.filters, req.filter)
-    found, plans = _gather(conn, p, req.collections, req.query, flt, DIAGNOSTIC_CANDIDATES, embedder_for)
+    found, plans = _gather(conn, p, req.collections, req.query, flt, DIAGNOSTIC_CANDIDATES, embedder_for,
+                           bases_for)
     _rerank(reranker, req.query, found)
     ordered = order(found)
     outcome = SearchOutcome(req.query, ordered, _since(started), plans, found)

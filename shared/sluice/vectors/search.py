@@ -11,20 +11,23 @@ top-k. That alone is not enough: pgvector's HNSW index walks the graph for
 keeps 0.5% of the table leaves ~0.2 of the default 40 rows, and the "top-k" is
 short or wrong. So the plan is chosen per query from the size of the scope:
 
-* ``exact``: few rows in scope, or a scope too selective for the graph to find
-  enough of them: the distance is computed for every row in scope (found
+* ``exact``: few rows in scope, a scope too selective for the graph to find
+  enough of them, or one small enough that scoring it costs less than
+  walking the graph as far as its selectivity needs: the distance is computed for every row in scope (found
   through the btree indexes), which is exact by construction and cheap exactly
   when the scope is small.
 * ``hnsw``: the graph, with ``ef_search`` raised so the rows it visits hold
-  ``OVERFETCH`` times the rows asked for at the scope's selectivity; on
-  pgvector >= 0.8 also ``hnsw.iterative_scan``, so a shortfall is refilled by
-  the server rather than returned short.
+  ``OVERFETCH`` times the rows asked for at the scope's selectivity (never
+  below ``MIN_EF_SEARCH``); on pgvector >= 0.8 (``hnsw_iterative``) also
+  ``hnsw.iterative_scan``, so a shortfall is refilled by the server rather
+  than returned short. When the ef needed exceeds what pgvector allows
+  (1000), the scope is narrow enough that the exact scan is the cheaper of
+  the two anyway, so the plan is ``exact``.
 
-The in-scope count is exact up to ``EXACT_SCAN_ROWS`` (a count under a LIMIT);
-above it the selectivity is the planner's estimate, which is all the choice
-between "graph with a larger ef" and "exact" needs. A graph scan that still
-returns fewer rows than asked is redone exactly, so a search never returns
-fewer rows than exist.
+The size of the scope is the planner's estimate (an EXPLAIN, under a
+millisecond): it only chooses between two correct plans' speeds. A graph scan
+that still returns fewer rows than asked is redone exactly, so a search never
+returns fewer rows than exist.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import numpy as np
 import psycopg
 from pgvector import Vector
 from psycopg import sql
+from psycopg.rows import dict_row
 
 from sluice.vectors.names import table_ident, table_name
 from sluice.vectors.store import table_exists
@@ -52,12 +56,15 @@ VEC_GATE = 0.30
 RERANK_GATE = 0.30
 DEDUPE_PREFIX = 120
 
-# Up to this many rows in scope an exact scan is both exact and about as fast as the graph.
-EXACT_SCAN_ROWS = 20_000
+# A scope this small is always scored exactly, whatever the graph would cost.
+EXACT_SCAN_ROWS = 1_000
+# Scoring a row exactly costs about 1/8 of what raising ef_search by one does (2 cores, 384-d,
+# bench/search_latency.py: ~2 ms per 1,000 rows in scope against ~15 ms per 1,000 of ef).
+EXACT_ROWS_PER_EF = 8
 # The graph is asked for this many times the rows needed at the scope's selectivity.
 OVERFETCH = 4
 # Never below this ef_search: pgvector's default of 40 misses neighbours on 384-d data.
-MIN_EF_SEARCH = 100
+MIN_EF_SEARCH = 200
 # pgvector refuses a larger hnsw.ef_search.
 MAX_EF_SEARCH = 1000
 # Tuples an iterative scan (pgvector >= 0.8) may visit before it gives up.
@@ -147,7 +154,7 @@ def hybrid_score(vec_score: float, text_score: float) -> float:
 @dataclass(frozen=True)
 class Plan:
     strategy: Strategy
-    rows_in_scope: int | None  # exact when at most EXACT_SCAN_ROWS, else None
+    rows_in_scope: int | None  # the planner's estimate
     selectivity: float
     ef_search: int | None = None
 
@@ -197,10 +204,11 @@ def scope_clause(scope: Sequence[BaseScope], flt: ChunkFilter = NO_FILTER) -> tu
 
 def vector_extension_version(conn: psycopg.Connection) -> tuple[int, ...]:
     row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-    if row is None:
-        return (0,)
-    text = row["extversion"] if isinstance(row, dict) else row[0]
-    return tuple(int(p) for p in str(text).split(".") if p.isdigit())
+    return _version(_one(row) if row is not None else None)
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    return tuple(int(p) for p in str(text or "0").split(".") if p.isdigit())
 
 
 def has_iterative_scan(conn: psycopg.Connection) -> bool:
@@ -211,19 +219,27 @@ def _one(row: Any) -> Any:
     return next(iter(row.values())) if isinstance(row, dict) else row[0]
 
 
-def _table_rows(conn: psycopg.Connection, collection: str) -> float:
-    """The planner's row count for the table (reltuples; -1 before the first ANALYZE)."""
-    row = conn.execute(
-        "SELECT reltuples::float8 AS n, relpages FROM pg_class WHERE oid = to_regclass(%s)",
-        (table_name(collection),),
+@dataclass(frozen=True)
+class TableFacts:
+    present: bool
+    rows: float  # the planner's count (reltuples), or its estimate from pages before the first ANALYZE
+    iterative_scan: bool
+
+
+def table_facts(conn: psycopg.Connection, collection: str) -> TableFacts:
+    """Whether the table exists, about how many rows it holds, and the server's pgvector: one round trip."""
+    values = conn.cursor(row_factory=dict_row).execute(
+        """SELECT to_regclass(%(t)s) IS NOT NULL AS present,
+                  (SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass(%(t)s)) AS reltuples,
+                  (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version""",
+        {"t": table_name(collection)},
     ).fetchone()
-    if row is None:
-        return 0.0
-    n = float(row["n"] if isinstance(row, dict) else row[0])
-    if n < 0:  # never analyzed: count it (a table this young is small enough to)
-        counted = conn.execute(sql.SQL("SELECT count(*) FROM {t}").format(t=table_ident(collection))).fetchone()
-        n = float(_one(counted))
-    return n
+    if values is None or not values["present"]:
+        return TableFacts(False, 0.0, False)
+    rows = float(values["reltuples"])
+    if rows < 0:  # never analyzed: the planner's own estimate from the table's size
+        rows = _estimated_rows(conn, collection, sql.SQL("true"), {})
+    return TableFacts(True, rows, _version(values["version"]) >= (0, 8))
 
 
 def _estimated_rows(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any]) -> float:
@@ -235,34 +251,27 @@ def _estimated_rows(conn: psycopg.Connection, collection: str, where: sql.Compos
     return float(plan[0]["Plan"]["Plan Rows"])
 
 
-def count_in_scope(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any],
-                   cap: int) -> int:
-    """Rows matching ``where``, counted up to ``cap + 1`` (so ``> cap`` means "more than cap")."""
-    query = (sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {t} WHERE ").format(t=table_ident(collection))
-             + where + sql.SQL(" LIMIT %(count_cap)s) AS in_scope"))
-    return int(_one(conn.execute(query, {**params, "count_cap": cap + 1}).fetchone()))
-
-
 def choose_plan(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any],
-                limit: int, *, iterative: bool, exact_rows: int = EXACT_SCAN_ROWS) -> Plan:
-    total = max(_table_rows(conn, collection), 1.0)
+                limit: int, *, iterative: bool, exact_rows: int | None = None, table_rows: float | None = None
+                ) -> Plan:
+    exact_rows = EXACT_SCAN_ROWS if exact_rows is None else exact_rows
+    if table_rows is None:
+        table_rows = table_facts(conn, collection).rows
+    total = max(table_rows, 1.0)
+    # The planner's estimate, not a count: counting a scope of a few thousand rows costs as much as
+    # scanning it. A wrong estimate costs time, never rows: too low and the exact scan is slower
+    # than needed; too high and a short graph answer is redone exactly (vector_candidates).
     estimate = _estimated_rows(conn, collection, where, params)
-    # Counting is exact but reads the rows; skip it when the planner is sure the scope is large.
-    if estimate <= 4 * exact_rows:
-        counted = count_in_scope(conn, collection, where, params, exact_rows)
-        if counted <= exact_rows:
-            return Plan("exact", counted, min(1.0, counted / total))
-    # More rows than the exact cap: the count says at least cap + 1, the planner may say more.
-    selectivity = min(1.0, max(estimate, exact_rows + 1) / total)
+    selectivity = min(1.0, max(estimate, 1.0) / total)
     needed_ef = math.ceil(limit * OVERFETCH / selectivity)
     ef = max(MIN_EF_SEARCH, limit * 2, needed_ef)
-    if iterative:
-        # The server keeps walking the graph until `limit` rows in scope are found.
-        return Plan("hnsw_iterative", None, selectivity, min(ef, MAX_EF_SEARCH))
-    if ef > MAX_EF_SEARCH:
-        # The graph cannot be asked for enough rows to hold the top-k of so narrow a scope.
-        return Plan("exact", None, selectivity)
-    return Plan("hnsw", None, selectivity, ef)
+    # Exact when the graph cannot be asked for enough rows (ef is capped by pgvector; an iterative
+    # scan on 0.8 could go on, but only by visiting more tuples than the scope holds rows), or when
+    # scoring the scope costs less than walking the graph that far.
+    if ef > MAX_EF_SEARCH or estimate <= max(exact_rows, EXACT_ROWS_PER_EF * ef):
+        return Plan("exact", round(estimate), selectivity)
+    # On pgvector >= 0.8 the same ef, plus the server refilling a short answer by walking further.
+    return Plan("hnsw_iterative" if iterative else "hnsw", round(estimate), selectivity, ef)
 
 
 # --- the candidate query ----------------------------------------------------------------------
@@ -303,11 +312,13 @@ def candidate_query(collection: str, where: sql.Composable, strategy: Strategy) 
 
 def _apply_plan(conn: psycopg.Connection, plan: Plan) -> None:
     # set_config(..., true) lasts until the end of the caller's transaction, like SET LOCAL.
-    if plan.ef_search is not None:
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(plan.ef_search),))
     if plan.strategy == "hnsw_iterative":
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        conn.execute("SELECT set_config('hnsw.max_scan_tuples', %s, true)", (str(MAX_SCAN_TUPLES),))
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true), "
+                     "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                     "set_config('hnsw.max_scan_tuples', %s, true)",
+                     (str(plan.ef_search), str(MAX_SCAN_TUPLES)))
+    elif plan.ef_search is not None:
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(plan.ef_search),))
 
 
 def vector_candidates(
@@ -326,20 +337,23 @@ def vector_candidates(
     ``strategy`` forces a plan (the benchmarks and the recall test use it); by
     default it is chosen from the size of the scope.
     """
-    if not scope or not table_exists(conn, collection):
+    facts = table_facts(conn, collection) if scope else TableFacts(False, 0.0, False)
+    if not facts.present:
         return [], Plan("exact", 0, 0.0)
     where, params = scope_clause(scope, filters)
     if strategy is None:
-        plan = choose_plan(conn, collection, where, params, limit, iterative=has_iterative_scan(conn))
+        plan = choose_plan(conn, collection, where, params, limit, iterative=facts.iterative_scan,
+                           table_rows=facts.rows)
     else:
         plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH if strategy != "exact" else None)
     params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "text": text, "limit": limit}
     _apply_plan(conn, plan)
-    rows = conn.execute(candidate_query(collection, where, plan.strategy), params).fetchall()
+    cur = conn.cursor(row_factory=dict_row)
+    rows = cur.execute(candidate_query(collection, where, plan.strategy), params).fetchall()
     if len(rows) < limit and plan.strategy != "exact" and strategy is None:
         # The graph came back short: either the scope holds fewer rows, or it missed some. Exact settles it.
         plan = Plan("exact", None, plan.selectivity)
-        rows = conn.execute(candidate_query(collection, where, "exact"), params).fetchall()
+        rows = cur.execute(candidate_query(collection, where, "exact"), params).fetchall()
     return [_candidate(collection, r) for r in rows], plan
 
 

@@ -1,0 +1,318 @@
+"""Search latency and recall@10 against an exact scan, unfiltered and at 50%, 5% and 0.5% selectivity,
+beside langchain-postgres ``PGVector.similarity_search_with_score_by_vector`` on the same data, same run.
+
+    .venv/bin/python bench/search_latency.py                    # 100,000 chunks (about 10 min on 2 cores)
+    .venv/bin/python bench/search_latency.py --rows 1000000     # the 1M figure: see bench/README.md for its cost
+
+One collection of generated 384-d vectors (clustered, as sentence embeddings
+are; queries drawn from the same topics) is written with COPY into Sluice's
+runtime table (``store.ensure_table``: HNSW cosine, GIN, btree on the filter
+columns) and, the same rows, into langchain-postgres's own tables. The filter is
+``organizational_unit`` with OR'ed values (Sluice ``filters.organizational_unit``,
+PGVector ``{"organizational_unit": {"$in": [...]}}``).
+
+Rows per system and selectivity:
+
+* Sluice: ``vector_candidates`` (the service's query, plan chosen per query).
+* pgvector HNSW, naive: the same table, ``ORDER BY embedding <=> q LIMIT 10``
+  with the filter in WHERE at the default ``ef_search`` 40 - what a post-filtered
+  graph returns without Sluice's plan choice (shows the problem being solved).
+* PGVector as shipped: langchain-postgres creates no vector index, so its query
+  is an exact sequential scan.
+* PGVector + HNSW: the same peer after adding the HNSW index its docs suggest.
+
+Latency is wall time of one call from Python (client, round trip and server),
+after a warm-up; recall@10 is against numpy's exact top 10 of the rows in scope.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+warnings.filterwarnings("ignore")
+sys.path.insert(0, str(ROOT / "shared"))
+
+import numpy as np  # noqa: E402
+
+DIM, K = 384, 10
+COLLECTION = "bench_latency"
+PEER_COLLECTION = "bench_latency_peer"
+# organizational_unit values and their shares; filters OR them into the selectivities measured.
+UNIT_SHARES = {"a": 0.005, "b": 0.045, "c": 0.45, "d": 0.50}
+FILTERS: dict[str, list[str] | None] = {
+    "none (100%)": None, "50%": ["a", "b", "c"], "5%": ["a", "b"], "0.5%": ["a"],
+}
+
+
+def table(title: str, header: list[str], rows: list[list[object]]) -> None:
+    cells = [header] + [[f"{c:,.2f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    print(f"\n{title}")
+    for n, r in enumerate(cells):
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |")
+        if n == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+
+
+def generate(rows: int, queries: int, seed: int = 42) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(200, DIM)).astype(np.float32)
+    vectors = np.empty((rows, DIM), dtype=np.float32)
+    for start in range(0, rows, 100_000):
+        n = min(100_000, rows - start)
+        x = centres[rng.integers(0, len(centres), n)] + 0.6 * rng.normal(size=(n, DIM)).astype(np.float32)
+        vectors[start:start + n] = x / np.linalg.norm(x, axis=1, keepdims=True)
+    units = rng.choice(list(UNIT_SHARES), size=rows, p=list(UNIT_SHARES.values()))
+    q = centres[rng.integers(0, len(centres), queries)] + 0.6 * rng.normal(size=(queries, DIM)).astype(np.float32)
+    return vectors, units, (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
+
+
+def exact_top(vectors: np.ndarray, mask: np.ndarray | None, q: np.ndarray) -> set[int]:
+    scores = vectors @ q
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    top = np.argpartition(-scores, K)[:K]
+    return {int(i) for i in top}
+
+
+def percentiles(ms: list[float]) -> tuple[float, float, float]:
+    p50, p95, p99 = np.percentile(ms, [50, 95, 99])
+    return float(p50), float(p95), float(p99)
+
+
+def start_server(url: str | None):
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from sluice.db.migrations import migrate
+
+    if url:
+        return url, None
+    import pgserver
+
+    server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="sluice-latency-")), cleanup_mode="stop")
+    admin = server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE bench_latency")
+    url = make_conninfo(**{**conninfo_to_dict(admin), "dbname": "bench_latency"})
+    migrate(url)
+    return url, server
+
+
+def load_sluice(conn, vectors: np.ndarray, units: np.ndarray, kb: uuid.UUID) -> dict[str, float]:
+    from sluice.vectors import store
+
+    store.drop_table(conn, COLLECTION)
+    store.ensure_table(conn, COLLECTION, DIM)
+    # The graph is built once over the loaded rows: much faster than growing it row by row.
+    conn.execute(f"DROP INDEX rag_{COLLECTION}_embedding_idx")
+    conn.commit()
+    t0 = time.perf_counter()
+    doc = uuid.uuid4()
+    for start in range(0, len(vectors), 50_000):
+        batch = [store.ChunkRow(document_id=doc, kb_id=kb, org_id="acme", chunk_index=i, content=f"chunk {i}",
+                                embedding=vectors[i], organizational_unit=str(units[i]), source="upload")
+                 for i in range(start, min(start + 50_000, len(vectors)))]
+        store.insert_chunks(conn, COLLECTION, batch)
+        conn.commit()
+    t1 = time.perf_counter()
+    print(f"sluice: COPY {t1 - t0:.0f} s; building the HNSW index...", flush=True)
+    conn.execute(f"CREATE INDEX rag_{COLLECTION}_embedding_idx ON rag_{COLLECTION} "
+                 "USING hnsw (embedding vector_cosine_ops)")
+    conn.commit()
+    t2 = time.perf_counter()
+    conn.execute(f"ANALYZE rag_{COLLECTION}")
+    conn.commit()
+    return {"copy_s": t1 - t0, "hnsw_build_s": t2 - t1}
+
+
+def make_peer(url: str, *, fresh: bool = False, no_index: bool = False):
+    from langchain_core.embeddings import FakeEmbeddings
+    from langchain_postgres import PGVector
+
+    sa_url = "postgresql+psycopg://" + url.split("://", 1)[1] if "://" in url else url
+    if not sa_url.startswith("postgresql+psycopg"):
+        from psycopg.conninfo import conninfo_to_dict
+
+        d = conninfo_to_dict(url)
+        sa_url = (f"postgresql+psycopg://{d.get('user', 'postgres')}@/{d['dbname']}"
+                  f"?host={d.get('host', '')}&port={d.get('port', 5432)}")
+    engine_args = {"connect_args": {"options": "-c enable_indexscan=off"}} if no_index else None
+    return PGVector(FakeEmbeddings(size=DIM), connection=sa_url, collection_name=PEER_COLLECTION,
+                    embedding_length=DIM, use_jsonb=True, pre_delete_collection=fresh, engine_args=engine_args)
+
+
+def load_peer(url: str, conn, vectors: np.ndarray, units: np.ndarray) -> object:
+    from pgvector import Vector
+    from psycopg.types.json import Jsonb
+
+    peer = make_peer(url, fresh=True)
+    collection_id = conn.execute("SELECT uuid FROM langchain_pg_collection WHERE name = %s",
+                                 (PEER_COLLECTION,)).fetchone()["uuid"]
+    conn.commit()
+    # Its own add_embeddings would take far longer for the same rows; the search is what is compared.
+    with conn.cursor() as cur, cur.copy(
+            "COPY langchain_pg_embedding (id, collection_id, embedding, document, cmetadata) "
+            "FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["varchar", "uuid", "vector", "varchar", "jsonb"])
+        for i in range(len(vectors)):
+            copy.write_row((str(i), collection_id, Vector(vectors[i]), f"chunk {i}",
+                            Jsonb({"organizational_unit": str(units[i]), "source": "upload"})))
+    conn.commit()
+    conn.execute("ANALYZE langchain_pg_embedding")
+    conn.commit()
+    return peer
+
+
+SLUICE = "Sluice"
+NAIVE = "pgvector HNSW naive (ef 40)"
+SHIPPED = "PGVector as shipped (no idx)"
+INDEXED = "PGVector + HNSW index"
+
+
+def measure_interleaved(name: str, systems: list, queries: np.ndarray, truth: list[set[int]],
+                        results: dict) -> None:
+    """Each query goes to every system in turn, so a noisy neighbour slows them alike."""
+    for _, call, _ in systems:
+        for q in queries[:3]:
+            call(q)  # warm-up: buffers and caches, not timed
+    ms: dict[str, list[float]] = {s: [] for s, _, _ in systems}
+    hits: dict[str, int] = {s: 0 for s, _, _ in systems}
+    for i, q in enumerate(queries):
+        for system, call, n in systems:
+            if i >= n:
+                continue
+            t = time.perf_counter()
+            got = call(q)
+            ms[system].append((time.perf_counter() - t) * 1000)
+            hits[system] += len(set(got) & truth[i])
+    for system, _, _ in systems:
+        recall = hits[system] / (K * len(ms[system]))
+        results[(system, name)] = (ms[system], recall)
+        p50, p95, _ = percentiles(ms[system])
+        print(f"  {system:<28} {name:<12} p50 {p50:8.2f} ms  p95 {p95:8.2f} ms  recall@10 {recall:.3f}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--peer-queries", type=int, default=30, help="the unindexed peer scans; fewer suffice")
+    parser.add_argument("--database-url", default=None, help="default: a throwaway embedded PostgreSQL")
+    parser.add_argument("--maintenance-work-mem", default="2GB")
+    parser.add_argument("--no-peer-hnsw", action="store_true",
+                        help="skip building the peer's HNSW index (at 1M rows it is another long build)")
+    args = parser.parse_args()
+
+    import psycopg
+    from pgvector import Vector
+    from pgvector.psycopg import register_vector
+
+    from sluice.vectors.search import BaseScope, ChunkFilter, vector_candidates
+
+    url, server = start_server(args.database_url)
+    results: dict[tuple[str, str], tuple[list[float], float]] = {}
+    plan_counts: dict[str, dict[str, int]] = {}
+    try:
+        with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
+            register_vector(conn)
+            version = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            pg = conn.execute("SHOW server_version").fetchone()
+            conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
+            conn.commit()
+            print(f"PostgreSQL {pg['server_version']}, pgvector {version['extversion']}, {os.cpu_count()} cores, "
+                  f"{args.rows:,} rows x {DIM}-d, {args.queries} queries", flush=True)
+            t0 = time.perf_counter()
+            vectors, units, queries = generate(args.rows, args.queries)
+            print(f"generated in {time.perf_counter() - t0:.0f} s", flush=True)
+            kb = uuid.uuid4()
+            costs = load_sluice(conn, vectors, units, kb)
+            print(f"sluice: COPY {costs['copy_s']:.0f} s, HNSW build {costs['hnsw_build_s']:.0f} s", flush=True)
+            t0 = time.perf_counter()
+            peer = load_peer(url, conn, vectors, units)
+            costs["peer_copy_s"] = time.perf_counter() - t0
+            print(f"peer: COPY {costs['peer_copy_s']:.0f} s", flush=True)
+
+            if not args.no_peer_hnsw:
+                t0 = time.perf_counter()
+                conn.execute("CREATE INDEX bench_peer_hnsw ON langchain_pg_embedding "
+                             "USING hnsw (embedding vector_cosine_ops)")
+                conn.commit()
+                costs["peer_hnsw_build_s"] = time.perf_counter() - t0
+                print(f"peer: HNSW build {costs['peer_hnsw_build_s']:.0f} s", flush=True)
+            # The peer as shipped has no vector index; with the index present, the same peer on a
+            # connection that may not use index scans answers exactly as it would without one.
+            as_shipped = make_peer(url, no_index=True)
+
+            scope = [BaseScope(kb, "acme")]
+            masks = {name: (None if f is None else np.isin(units, f)) for name, f in FILTERS.items()}
+            truth = {name: [exact_top(vectors, m, q) for q in queries] for name, m in masks.items()}
+            plans: dict[str, Counter] = {}
+
+            for name, values in FILTERS.items():
+                flt = ChunkFilter(organizational_units=tuple(values)) if values else ChunkFilter()
+                plans[name] = Counter()
+                peer_filter = {"organizational_unit": {"$in": values}} if values else None
+
+                def sluice(q, flt=flt, name=name):
+                    found, plan = vector_candidates(conn, COLLECTION, vector=q, text="", scope=scope, limit=K,
+                                                    filters=flt)
+                    conn.rollback()
+                    plans[name][plan.strategy] += 1
+                    return [c.chunk_index for c in found]
+
+                def naive(q, values=values):
+                    where = "organizational_unit = ANY(%(u)s)" if values else "true"
+                    rows = conn.execute(f"SELECT chunk_index FROM rag_{COLLECTION} WHERE {where} "
+                                        "ORDER BY embedding <=> %(q)s LIMIT 10", {"q": Vector(q), "u": values})
+                    out = [r["chunk_index"] for r in rows]
+                    conn.rollback()
+                    return out
+
+                def shipped(q, f=peer_filter):
+                    return [int(d.id) for d, _ in as_shipped.similarity_search_with_score_by_vector(
+                        q.tolist(), k=K, filter=f)]
+
+                def indexed(q, f=peer_filter):
+                    return [int(d.id) for d, _ in peer.similarity_search_with_score_by_vector(
+                        q.tolist(), k=K, filter=f)]
+
+                systems = [(SLUICE, sluice, args.queries), (NAIVE, naive, args.queries),
+                           (SHIPPED, shipped, args.peer_queries)]
+                if not args.no_peer_hnsw:
+                    systems.append((INDEXED, indexed, args.queries))
+                measure_interleaved(name, systems, queries, truth[name], results)
+            plan_counts = {name: dict(c) for name, c in plans.items()}
+    finally:
+        if server is not None:
+            server.cleanup()
+
+    rows = []
+    for name in FILTERS:
+        for system in (SLUICE, NAIVE, SHIPPED, INDEXED):
+            if (system, name) not in results:
+                continue
+            ms, recall = results[(system, name)]
+            p50, p95, p99 = percentiles(ms)
+            extra = ", ".join(f"{k} {v}" for k, v in sorted(plan_counts[name].items())) if system == SLUICE else ""
+            rows.append([name, system, p50, p95, p99, f"{recall:.3f}", extra])
+    table(f"{args.rows:,} chunks x {DIM}-d, top 10, latency in ms (wall, from Python)",
+          ["filter", "system", "p50", "p95", "p99", "recall@10", "Sluice plans"], rows)
+    table("Load costs (seconds)", ["step", "s"], [[k, v] for k, v in costs.items()])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
