@@ -34,6 +34,7 @@ typecheck: install
 
 bench: install
 	$(BIN)/pip install --quiet -e ".[bench]"
+	$(BIN)/pip install --quiet --no-deps "langchain-postgres==0.0.19"  # see the bench extra in pyproject.toml
 	@echo "see bench/README.md: one command per figure"
 
 build:

@@ -33,5 +33,26 @@ def object_store() -> ObjectStore:
     return ObjectStore(client("s3"), s.bucket_name, s.kms_key_id)
 
 
+@lru_cache(maxsize=1)
+def _parameters() -> Any:
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+
+    return SSMProvider(boto3_client=client("ssm"))
+
+
+def parameter_value(name: str, *, max_age: int, provider: Any = None) -> str | None:
+    """An SSM parameter's value, cached ``max_age`` seconds by Powertools; ``None`` if it does not exist."""
+    from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+
+    try:
+        value = (provider or _parameters()).get(name, max_age=max_age)
+    except GetParameterError as exc:
+        if "ParameterNotFound" in repr(exc.__cause__) or "ParameterNotFound" in str(exc):
+            return None
+        raise
+    return None if value is None else str(value)
+
+
 def reset_clients() -> None:
     client.cache_clear()
+    _parameters.cache_clear()

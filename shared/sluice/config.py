@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     # Access and pools (R-ACC-5)
     private_doc_cap: int = Field(20, alias="PRIVATE_DOC_CAP")
     indexing_paused: bool = Field(False, alias="INDEXING_PAUSED")
+    # On AWS the kill switch is also an SSM parameter an operator flips without a deploy.
+    indexing_paused_parameter: str = Field("", alias="INDEXING_PAUSED_PARAMETER")
+    indexing_paused_cache_seconds: int = Field(30, alias="INDEXING_PAUSED_CACHE_SECONDS")
+    upload_rate_per_minute: int = Field(10, alias="UPLOAD_RATE_PER_MINUTE")
+    upload_rate_per_day: int = Field(50, alias="UPLOAD_RATE_PER_DAY")
 
     # Local development
     dev_jwt_secret: str = Field("sluice-local-dev-secret-change-me-0123456789", alias="SLUICE_DEV_JWT_SECRET")

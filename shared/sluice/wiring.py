@@ -9,7 +9,7 @@ from typing import Any
 from sluice import aws
 from sluice.config import get_settings
 from sluice.db.connection import transaction
-from sluice.embedding import EmbeddingSpec, SecretsManagerSecretReader, build_embedder
+from sluice.embedding import EmbeddingSpec, SecretsManagerKeyVault, SecretsManagerSecretReader, build_embedder
 from sluice.ingest.stages import StageContext
 from sluice.storage import JobQueue
 
@@ -19,6 +19,11 @@ _lock = threading.Lock()
 @lru_cache(maxsize=1)
 def secret_reader() -> SecretsManagerSecretReader:
     return SecretsManagerSecretReader(aws.client("secretsmanager"))
+
+
+@lru_cache(maxsize=1)
+def key_vault() -> SecretsManagerKeyVault:
+    return SecretsManagerKeyVault(aws.client("secretsmanager"))
 
 
 def embedder_for(spec: EmbeddingSpec) -> Any:
@@ -52,5 +57,6 @@ def reset() -> None:
     with _lock:
         stage_context.cache_clear()
         secret_reader.cache_clear()
+        key_vault.cache_clear()
         reranker.cache_clear()
         aws.reset_clients()

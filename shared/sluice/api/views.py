@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
 
 
-def kb_view(kb: KnowledgeBase) -> dict[str, Any]:
-    return {
+def kb_view(kb: KnowledgeBase, *, writable: bool = False) -> dict[str, Any]:
+    """A base as its reader sees it; who else it is granted to is shown only to those who may change it."""
+    body: dict[str, Any] = {
         "id": str(kb.id),
         "name": kb.name,
         "collection_name": kb.collection_name,
@@ -26,6 +28,22 @@ def kb_view(kb: KnowledgeBase) -> dict[str, Any]:
         "ingestion_config": kb.ingestion_config,
         "created_by": kb.created_by,
         "created_at": kb.created_at.isoformat() if kb.created_at else None,
+        "can_write": writable,
+    }
+    if writable:
+        body["grants"] = [{"user_id": u, "permission": perm} for u, perm in sorted(kb.grants.items())]
+    return body
+
+
+def collection_view(name: str, bases: Sequence[KnowledgeBase]) -> dict[str, Any]:
+    """One collection name, once, with the bases on it the caller reaches (they share one embedding space)."""
+    return {
+        "name": name,
+        "embedding_model": bases[0].embedding_model,
+        "embedding_dim": bases[0].embedding_dim,
+        "knowledge_bases": [
+            {"id": str(kb.id), "name": kb.name, "scope": kb.scope, "org_id": kb.org_id} for kb in bases
+        ],
     }
 
 
@@ -42,6 +60,10 @@ def document_view(d: Document) -> dict[str, Any]:
         "error_message": d.error_message,
         "document_id": str(d.vector_document_id) if d.vector_document_id else None,
         "chunk_count": d.chunk_count,
+        "storage_path": d.storage_path,
+        # A synced or removed file has no stored original: nothing to download or retry from.
+        "has_file": d.storage_path is not None,
+        "attempt": d.attempt,
         "source": d.source,
         "source_path": d.source_path,
         "content_hash": d.content_hash,
