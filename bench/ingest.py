@@ -39,17 +39,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 warnings.filterwarnings("ignore")
 sys.path.insert(0, str(ROOT / "shared"))
-
-
-def table(title: str, header: list[str], rows: list[list[object]]) -> None:
-    cells = [header] + [[f"{c:,.1f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    print(f"\n{title}")
-    for n, r in enumerate(cells):
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |")
-        if n == 0:
-            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-
+from harness import print_table as table  # noqa: E402
 
 # --- corpus ------------------------------------------------------------------------------------
 

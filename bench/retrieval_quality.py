@@ -33,7 +33,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import time
 import uuid
 import warnings
@@ -50,6 +49,11 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 warnings.filterwarnings("ignore")
 sys.path.insert(0, str(ROOT / "shared"))
+from functools import partial  # noqa: E402
+
+from harness import migrated_database, print_table  # noqa: E402
+
+table = partial(print_table, number_format="{:.4f}")
 
 import numpy as np  # noqa: E402
 
@@ -61,16 +65,6 @@ REFERENCES = [
     ("BGE-base-en-v1.5, SOURCE.md", 0.7408, 0.9667),
     ("all-MiniLM-L6-v2 exact, whole docs (DESIGN.md)", 0.6451, 0.9250),
 ]
-
-
-def table(title: str, header: list[str], rows: list[list[object]]) -> None:
-    cells = [header] + [[f"{c:.4f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    print(f"\n{title}")
-    for n, r in enumerate(cells):
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |")
-        if n == 0:
-            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
 
 
 # --- data and metrics --------------------------------------------------------------------------
@@ -125,26 +119,6 @@ def embed(texts: list[str], kind: str) -> np.ndarray:
 
 # --- database ----------------------------------------------------------------------------------
 
-def database(url: str | None):
-    import psycopg
-
-    from sluice.db.migrations import migrate
-
-    if url:
-        return url, None
-    import pgserver
-
-    server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="sluice-bench-")), cleanup_mode="stop")
-    admin = server.get_uri()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("CREATE DATABASE bench_quality")
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    url = make_conninfo(**{**conninfo_to_dict(admin), "dbname": "bench_quality"})
-    migrate(url)
-    return url, server
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database-url", default=None, help="default: a throwaway embedded PostgreSQL")
@@ -164,7 +138,7 @@ def main() -> int:
     doc_vecs = embed(doc_texts, "docs")
     query_vecs = embed([q["text"] for q in queries], "queries")
 
-    url, server = database(args.database_url)
+    url, server = migrated_database(args.database_url, "bench_quality")
     collection = "bench_scifact"
     kb = uuid.uuid4()
     scope = [BaseScope(kb, None)]

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 import uuid
 import warnings
@@ -43,6 +42,11 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
 warnings.filterwarnings("ignore")
 sys.path.insert(0, str(ROOT / "shared"))
+from functools import partial  # noqa: E402
+
+from harness import migrated_database, print_table  # noqa: E402
+
+table = partial(print_table, number_format="{:,.2f}")
 
 import numpy as np  # noqa: E402
 
@@ -54,16 +58,6 @@ UNIT_SHARES = {"a": 0.005, "b": 0.045, "c": 0.45, "d": 0.50}
 FILTERS: dict[str, list[str] | None] = {
     "none (100%)": None, "50%": ["a", "b", "c"], "5%": ["a", "b"], "0.5%": ["a"],
 }
-
-
-def table(title: str, header: list[str], rows: list[list[object]]) -> None:
-    cells = [header] + [[f"{c:,.2f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    print(f"\n{title}")
-    for n, r in enumerate(cells):
-        print("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |")
-        if n == 0:
-            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
 
 
 def generate(rows: int, queries: int, seed: int = 42) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,25 +84,6 @@ def exact_top(vectors: np.ndarray, mask: np.ndarray | None, q: np.ndarray) -> se
 def percentiles(ms: list[float]) -> tuple[float, float, float]:
     p50, p95, p99 = np.percentile(ms, [50, 95, 99])
     return float(p50), float(p95), float(p99)
-
-
-def start_server(url: str | None):
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    from sluice.db.migrations import migrate
-
-    if url:
-        return url, None
-    import pgserver
-
-    server = pgserver.get_server(Path(tempfile.mkdtemp(prefix="sluice-latency-")), cleanup_mode="stop")
-    admin = server.get_uri()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute("CREATE DATABASE bench_latency")
-    url = make_conninfo(**{**conninfo_to_dict(admin), "dbname": "bench_latency"})
-    migrate(url)
-    return url, server
 
 
 def load_sluice(conn, vectors: np.ndarray, units: np.ndarray, kb: uuid.UUID) -> dict[str, float]:
@@ -222,7 +197,7 @@ def main() -> int:
 
     from sluice.vectors.search import BaseScope, ChunkFilter, vector_candidates
 
-    url, server = start_server(args.database_url)
+    url, server = migrated_database(args.database_url, "bench_latency")
     results: dict[tuple[str, str], tuple[list[float], float]] = {}
     plan_counts: dict[str, dict[str, int]] = {}
     try:

@@ -25,7 +25,7 @@ from botocore.exceptions import (
 from sluice.embedding.backoff import Deadline, RetryPolicy
 from sluice.embedding.catalog import CatalogModel
 from sluice.embedding.protocol import EmbeddingSpec
-from sluice.embedding.refusal import refuse, rejected_request
+from sluice.embedding.refusal import refuse, rejected_request, wait_before_retry
 from sluice.errors import (
     EmbeddingAuthenticationError,
     EmbeddingCallError,
@@ -136,22 +136,7 @@ class BedrockEmbedder:
                 refuse(EmbeddingResponseError, self.spec, "the answer is not JSON", exc, attempts=attempt)
             else:
                 return self._vector(payload, attempt)
-            if not failure.transient or attempt >= self._retry.max_attempts:
-                refuse(failure, self.spec, detail, cause, attempts=attempt)
-            wait = self._retry.delay(attempt)
-            if not deadline.allows(wait):
-                refuse(
-                    failure, self.spec, f"{detail}; no time left to wait {wait:.1f}s", cause, attempts=attempt
-                )
-            logger.warning(
-                "embedding request retried in %.2fs (attempt %d, %s): provider=%s model=%s",
-                wait,
-                attempt,
-                type(cause).__name__,
-                self.spec.provider,
-                self.spec.model,
-            )
-            self._retry.sleep(wait)
+            wait_before_retry(self._retry, deadline, self.spec, failure, detail, cause, attempt=attempt)
 
     @staticmethod
     def _failure_for(code: str, message: str) -> type[EmbeddingCallError]:

@@ -11,7 +11,7 @@ import httpx
 from sluice.embedding.backoff import Deadline, RetryPolicy, parse_retry_after
 from sluice.embedding.catalog import CatalogModel
 from sluice.embedding.protocol import EmbeddingSpec, SecretReader
-from sluice.embedding.refusal import refuse, rejected_request
+from sluice.embedding.refusal import refuse, rejected_request, wait_before_retry
 from sluice.embedding.secrets import api_key_from_secret
 from sluice.errors import (
     EmbeddingAuthenticationError,
@@ -131,22 +131,8 @@ class OpenAICompatibleEmbedder:
                 detail = (
                     f"POST {self._url} answered {response.status_code}: {response.text[:_BODY_LOG_CHARS]!r}"
                 )
-            if not failure.transient or attempt >= self._retry.max_attempts:
-                refuse(failure, self.spec, detail, cause, attempts=attempt)
-            wait = self._retry.delay(attempt, retry_after)
-            if not deadline.allows(wait):
-                refuse(
-                    failure, self.spec, f"{detail}; no time left to wait {wait:.1f}s", cause, attempts=attempt
-                )
-            logger.warning(
-                "embedding request retried in %.2fs (attempt %d, %s): provider=%s model=%s",
-                wait,
-                attempt,
-                type(cause).__name__,
-                self.spec.provider,
-                self.spec.model,
-            )
-            self._retry.sleep(wait)
+            wait_before_retry(self._retry, deadline, self.spec, failure, detail, cause, attempt=attempt,
+                              retry_after=retry_after)
 
     def _failure_for(self, response: httpx.Response) -> type[EmbeddingCallError]:
         status = response.status_code

@@ -11,6 +11,7 @@ import logging
 import re
 from typing import NoReturn
 
+from sluice.embedding.backoff import Deadline, RetryPolicy
 from sluice.embedding.protocol import EmbeddingSpec
 from sluice.errors import (
     EmbeddingCallError,
@@ -64,3 +65,27 @@ def refuse(
         exc_info=cause,
     )
     raise error from cause
+
+
+def wait_before_retry(
+    retry: RetryPolicy,
+    deadline: Deadline,
+    spec: EmbeddingSpec,
+    failure: type[EmbeddingCallError],
+    detail: str,
+    cause: BaseException | None,
+    *,
+    attempt: int,
+    retry_after: float | None = None,
+) -> None:
+    """Sleep before the next attempt, or refuse when the failure is final or time is up."""
+    if not failure.transient or attempt >= retry.max_attempts:
+        refuse(failure, spec, detail, cause, attempts=attempt)
+    wait = retry.delay(attempt, retry_after)
+    if not deadline.allows(wait):
+        refuse(failure, spec, f"{detail}; no time left to wait {wait:.1f}s", cause, attempts=attempt)
+    logger.warning(
+        "embedding request retried in %.2fs (attempt %d, %s): provider=%s model=%s",
+        wait, attempt, type(cause).__name__, spec.provider, spec.model,
+    )
+    retry.sleep(wait)
