@@ -223,3 +223,40 @@ def test_a_plan_the_collection_no_longer_allows_fails_the_document_with_its_reas
     assert doc.status == "error" and doc.stage == "chunking"
     assert doc.error_message == (
         "The chunking settings are not valid. Chunk overlap (250) must be smaller than chunk size (200).")
+
+
+def test_a_presigned_file_that_is_not_what_its_name_says_is_refused_at_parse_and_deleted(harness):
+    # GIVEN a presigned upload for a PDF, and a Windows program posted in its place
+    from sluice.ingest.uploads import PresignRequest, accept_presigned_upload
+
+    h = harness
+    accepted = accept_presigned_upload(transaction, h.ctx.store, h.ctx.settings, ALICE, str(h.kb.id),
+                                       PresignRequest(filename="invoice.pdf", size=1024))
+    key = accepted.upload["fields"]["key"]
+    h.ctx.store.put(key, b"MZ\x90\x00" + b"\x00" * 1020)
+
+    # WHEN the S3 event reaches the parse stage
+    h.deliver(h.parse_message(accepted.document.id))
+
+    # THEN the row says why, the object is gone, and nothing was indexed
+    doc = h.document(accepted.document.id)
+    assert doc.status == "error"
+    assert "invoice.pdf is named as a PDF" in doc.error_message and "Windows program" in doc.error_message
+    assert h.keys(key) == []
+    assert h.chunk_count(accepted.document.id) == 0
+
+
+def test_an_inbox_drop_that_is_not_what_its_name_says_is_refused_with_its_reason(harness):
+    # The dropped object is the caller's and stays: deleting it would fire ObjectRemoved,
+    # which removes the document (R-UP-3) and with it the row that says why it was refused.
+    h = harness
+    key = f"inbox/{h.kb.id}/reports/q3.docx"
+    h.ctx.store.put(key, b"just some text pretending to be a Word file\n" * 20)
+    h.deliver(("ingest", h.object_event(key)))
+    with transaction() as conn:
+        rows = conn.execute("SELECT status, error_message FROM documents WHERE source_path LIKE %s",
+                            ("%/reports/q3.docx",)).fetchall()
+    assert len(rows) == 1 and rows[0]["status"] == "error"
+    assert "q3.docx" in rows[0]["error_message"]
+    assert h.keys(key) == [key]
+    assert h.chunk_count() == 0
