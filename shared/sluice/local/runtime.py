@@ -3,6 +3,7 @@ template.yaml, the SQS pumps and the HTTP gateway, in one process (DESIGN "The l
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -260,7 +261,7 @@ class LocalRuntime:
         for fn in self.template.functions.values():
             for queue in fn.queues:
                 pump = QueuePump(sqs, self.queue_urls[queue], self.queue_arns[queue], fn.batch_size,
-                                 lambda event, name=fn.name: self.invoke(name, event), name=queue)
+                                 functools.partial(self.invoke, fn.name), name=queue)
                 pump.start()
                 self.pumps.append(pump)
 
