@@ -68,8 +68,8 @@ def test_stage_queues_have_dead_letter_queues_and_partial_failures(raw):
             q = template.queues[queue]
             if q.dead_letter:  # a DLQ consumer reads a queue that has none itself
                 assert q.max_receive_count and q.max_receive_count <= 5
-                # the visibility timeout must outlast the function, or a message is handled twice at once
-                assert q.visibility_timeout >= fn.timeout, queue
+            # the visibility timeout must outlast the function, or a message is handled twice at once
+            assert q.visibility_timeout >= fn.timeout, queue
 
 
 def test_only_health_is_open(raw):
