@@ -216,28 +216,25 @@ def store_comparison(url: str, rows: int, batch: int, with_hnsw: bool) -> list[l
                      "USING hnsw ((embedding::vector(384)) vector_cosine_ops)")
         conn.commit()
 
-    def sluice_copy(lo: int, hi: int) -> float:
-        # The embed stage's write: binary COPY, then the document's older chunks deleted.
+    def chunk_rows_for(lo: int, hi: int) -> tuple[uuid.UUID, list[store.ChunkRow]]:
         doc = uuid.uuid4()
-        chunk_rows = [
+        return doc, [
             store.ChunkRow(document_id=doc, kb_id=kb, org_id="org", chunk_index=i - lo, content=texts[i],
                            embedding=vectors[i], source="upload", filename=f"doc{lo}.txt", content_hash="0" * 64,
                            metadata={"mime": "text/plain"})
             for i in range(lo, hi)
         ]
+
+    def sluice_copy(lo: int, hi: int) -> float:
+        # The embed stage's write: binary COPY, then the document's older chunks deleted.
+        doc, chunk_rows = chunk_rows_for(lo, hi)
         t = time.perf_counter()
         store.replace_document_chunks(conn, "bench_copy", doc, chunk_rows)
         conn.commit()
         return time.perf_counter() - t
 
     def sluice_executemany200(lo: int, hi: int) -> float:
-        doc = uuid.uuid4()
-        chunk_rows = [
-            store.ChunkRow(document_id=doc, kb_id=kb, org_id="org", chunk_index=i - lo, content=texts[i],
-                           embedding=vectors[i], source="upload", filename=f"doc{lo}.txt", content_hash="0" * 64,
-                           metadata={"mime": "text/plain"})
-            for i in range(lo, hi)
-        ]
+        _, chunk_rows = chunk_rows_for(lo, hi)
         t = time.perf_counter()
         store.insert_chunks_batched(conn, "bench_executemany", chunk_rows)
         conn.commit()

@@ -80,22 +80,13 @@ def snippet(notes: str) -> str | None:
 
 
 def sluice_reader():
+    from sluice.config import get_settings
     from sluice.errors import DocumentRefused
     from sluice.parsing import ParseBudget, extract, isolation, sniff
 
     isolation._skip_optional_imports()  # as the parse child does
 
-    budget = ParseBudget(
-        max_chars=5_000_000,
-        pdf_max_pages=2000,
-        sheet_max_cells=1_000_000,
-        archive_max_entries=5000,
-        archive_max_bytes=200 << 20,
-        archive_max_ratio=100,
-        archive_max_member_bytes=50 << 20,
-        timeout_seconds=120,
-        memory_mb=1536,
-    )
+    budget = ParseBudget.from_settings(get_settings())  # the parse stage's own budget
 
     def read(path: Path) -> str | None:
         data = path.read_bytes()
@@ -158,19 +149,10 @@ def worker(tool: str, paths: list[str], snippets: list[str]) -> None:
 def largest_isolated(path: Path) -> None:
     """Peak RSS of the parse child on the largest file, the way the parse stage runs it.
     Run in a fresh worker: RUSAGE_CHILDREN is the high-water mark of every child so far."""
+    from sluice.config import get_settings
     from sluice.parsing import ParseBudget, extract_isolated, sniff
 
-    budget = ParseBudget(
-        max_chars=5_000_000,
-        pdf_max_pages=2000,
-        sheet_max_cells=1_000_000,
-        archive_max_entries=5000,
-        archive_max_bytes=200 << 20,
-        archive_max_ratio=100,
-        archive_max_member_bytes=50 << 20,
-        timeout_seconds=120,
-        memory_mb=1536,
-    )
+    budget = ParseBudget.from_settings(get_settings())  # the parse stage's own budget
     data = path.read_bytes()
     started = time.perf_counter()
     document = extract_isolated(data, sniff(data, path.name), budget)

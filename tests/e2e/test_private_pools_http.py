@@ -4,7 +4,6 @@ tests/integration/access/test_private_pools.py."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import boto3
@@ -12,6 +11,7 @@ import httpx
 import pytest
 
 from sluice.config import reset_settings
+from tests.e2e.test_upload_to_search import wait_done
 
 pytestmark = pytest.mark.e2e
 
@@ -38,16 +38,6 @@ def personal_base(api: httpx.Client) -> dict:
 
 def presign(api: httpx.Client, kb: dict) -> httpx.Response:
     return api.post(f"/kb/{kb['id']}/uploads", json={"filename": "n.txt", "size": 10})
-
-
-def wait_done(api: httpx.Client, doc_id: str, timeout: float = 180) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        doc = api.get(f"/rag/documents/{doc_id}").json()
-        if doc["status"] != "processing":
-            return doc
-        time.sleep(0.3)
-    raise AssertionError(f"document {doc_id} still processing")
 
 
 def test_the_minute_limit_answers_429_with_retry_after_and_listing_is_not_limited(runtime, client_for, limits):
