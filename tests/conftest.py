@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -46,6 +46,19 @@ def migrated_template(pg_server) -> str:
     url = _with_db(admin, "sluice_template")
     migrate(url)
     return "sluice_template"
+
+
+@pytest.fixture
+def allow_endpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Lets bases and embedders reach the hosts or ranges given (EMBEDDING_ALLOWED_ENDPOINTS), for one test."""
+    from sluice.config import reset_settings
+
+    def allow(value: str) -> None:
+        monkeypatch.setenv("EMBEDDING_ALLOWED_ENDPOINTS", value)
+        reset_settings()
+
+    yield allow
+    reset_settings()  # before monkeypatch restores the environment, so the next read sees it
 
 
 @pytest.fixture

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
 
     # Embedding
     embed_batch_size: int = Field(64, alias="EMBED_BATCH_SIZE")
+    # Host names and CIDR ranges a base's embedding_base_url may reach although they are not
+    # public (a self-hosted Ollama in the VPC): sluice.embedding.endpoints.
+    embedding_allowed_endpoints: str = Field("", alias="EMBEDDING_ALLOWED_ENDPOINTS")
 
     # Access and pools (R-ACC-5)
     private_doc_cap: int = Field(20, alias="PRIVATE_DOC_CAP")

@@ -211,6 +211,11 @@ class EmbeddingModelNotServedError(EmbeddingCallError):
     advice = "check the collection's embedding provider and endpoint"
 
 
+class EmbeddingEndpointRefusedError(EmbeddingCallError):
+    happened = "the endpoint no longer resolves to an address the deployment allows"
+    advice = "point the collection at a public endpoint, or ask the operator to allow it"
+
+
 class EmbeddingInputRejectedError(EmbeddingCallError):
     happened = "the provider refused the text it was sent"
     advice = "use a smaller chunk_size for this collection"

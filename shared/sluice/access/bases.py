@@ -8,7 +8,6 @@ import secrets
 import uuid
 from dataclasses import replace
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import psycopg
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,9 +21,11 @@ from sluice.access.resolve import (
     resolve_base,
 )
 from sluice.chunking import validate_collection_config
+from sluice.config import get_settings
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel, find_model, load_catalog
+from sluice.embedding.endpoints import EndpointPolicy, endpoint_problem
 from sluice.errors import ConflictError, ValidationError
 from sluice.identity import Principal
 from sluice.vectors.names import MAX_COLLECTION_CHARS, validate_collection_name
@@ -119,12 +120,9 @@ def _check_endpoint(provider: str, base_url: str | None) -> None:
             "This embedding provider takes no endpoint",
             fields={"embedding_base_url": f"The '{provider}' provider takes no endpoint; leave this empty."},
         )
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValidationError(
-            "Invalid embedding endpoint",
-            fields={"embedding_base_url": "Must be an http(s) URL such as https://api.openai.com/v1."},
-        )
+    problem = endpoint_problem(base_url, EndpointPolicy.parse(get_settings().embedding_allowed_endpoints))
+    if problem is not None:
+        raise ValidationError("Invalid embedding endpoint", fields={"embedding_base_url": problem})
 
 
 def _adoptable_key(p: Principal, vault: KeyVault | None, scope: str, space: KnowledgeBase) -> str | None:

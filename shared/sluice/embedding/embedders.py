@@ -5,13 +5,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from sluice.config import get_settings
 from sluice.embedding.bedrock import BedrockEmbedder
 from sluice.embedding.catalog import find_model
+from sluice.embedding.endpoints import NOT_HTTP, EndpointPolicy, http_host
 from sluice.embedding.local import LocalEmbedder
 from sluice.embedding.openai_compatible import DEFAULT_TIMEOUT, OpenAICompatibleEmbedder
 from sluice.embedding.protocol import Embedder, EmbeddingSpec, SecretReader
@@ -70,6 +70,7 @@ def build_embedder(
             http_client=http_client or _shared_http_client(),
             secrets=secrets,
             batch_size=batch_size,
+            endpoint_policy=EndpointPolicy.parse(get_settings().embedding_allowed_endpoints),
         )
     elif spec.provider == "bedrock":
         if bedrock_client is None:
@@ -99,12 +100,8 @@ def clear_embedder_cache() -> None:
 def _check_base_url(base_url: str | None) -> None:
     if base_url is None:
         return
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValidationError(
-            "Invalid embedding endpoint",
-            fields={"embedding_base_url": "must be an http(s) URL such as https://api.openai.com/v1"},
-        )
+    if http_host(base_url) is None:
+        raise ValidationError("Invalid embedding endpoint", fields={"embedding_base_url": NOT_HTTP})
 
 
 def _shared_http_client() -> httpx.Client:

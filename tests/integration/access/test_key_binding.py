@@ -91,7 +91,7 @@ def test_a_visible_key_for_another_provider_is_refused(conn, vault):
     assert "openai" in err.details["fields"]["embedding_secret_id"]
 
 
-def test_keyless_providers_and_app_wide_bases_name_no_key(conn, vault):
+def test_keyless_providers_and_app_wide_bases_name_no_key(conn, vault, allow_endpoints):
     v, ids = vault
     err = refusal(conn, ANN, v, embedding_secret_id=ids["acme-shared"], embedding_provider="local")
     assert "takes no key" in err.details["fields"]["embedding_secret_id"]
@@ -100,7 +100,8 @@ def test_keyless_providers_and_app_wide_bases_name_no_key(conn, vault):
     assert "takes no key" in err.details["fields"]["embedding_secret_id"]
     err = refusal(conn, ADMIN, v, scope="app", embedding_secret_id=ids["acme-shared"], **OPENAI)
     assert "app-wide" in err.details["fields"]["embedding_secret_id"]
-    # an app-wide base may embed through a keyless endpoint on the deployment's network
+    # an app-wide base may embed through a keyless endpoint on the deployment's network, once allowed
+    allow_endpoints("ollama.internal")
     app = create(conn, ADMIN, v, scope="app", embedding_base_url="http://ollama.internal:11434/v1",
                  embedding_provider="openai", embedding_model="nomic-embed-text")
     assert app.embedding_secret_id is None
@@ -125,8 +126,9 @@ def test_a_base_on_an_existing_name_adopts_the_key_only_if_the_caller_could_bind
     assert "embedding_secret_id" in err.details["fields"]
 
 
-def test_patch_binds_a_new_key_by_the_same_rules(conn, vault):
+def test_patch_binds_a_new_key_by_the_same_rules(conn, vault, allow_endpoints):
     v, ids = vault
+    allow_endpoints("eu.example")  # a public name this offline machine cannot resolve
     kb = create(conn, ANN, v, scope="org", embedding_secret_id=ids["acme-shared"], **OPENAI)
     conn.commit()
     # another editor may change other settings without seeing the key already bound
@@ -176,3 +178,21 @@ def test_patch_changes_provider_and_config_but_never_the_space(conn, vault):
     with pytest.raises(ValidationError) as err:
         update_base(conn, ANN, str(kb.id), UpdateKnowledgeBase(embedding_secret_id=None), vault=v)
     assert "embedding_secret_id" in err.value.details["fields"]
+
+
+def test_an_endpoint_must_be_public_unless_the_operator_allows_it(conn, vault, allow_endpoints):
+    # Any writer of a base chooses where the workers POST: not into the deployment's network.
+    v, _ = vault
+    keyless = {"scope": "app", "embedding_provider": "openai", "embedding_model": "nomic-embed-text"}
+    for url in ("http://169.254.169.254/latest/meta-data/", "http://127.0.0.1:9001/v1", "http://10.0.0.7/v1",
+                "http://[::1]:11434/v1", "http://localhost:11434/v1"):
+        err = refusal(conn, ADMIN, v, embedding_base_url=url, **keyless)
+        assert err.status == 400 and "public address" in err.details["fields"]["embedding_base_url"], url
+    allow_endpoints("10.0.0.0/24")
+    kb = create(conn, ADMIN, v, embedding_base_url="http://10.0.0.7/v1", **keyless)
+    conn.commit()
+    # the same rule on a change: the range allowed is not a pass for another internal address
+    with pytest.raises(ValidationError) as err:
+        update_base(conn, ADMIN, str(kb.id), UpdateKnowledgeBase(embedding_base_url="http://169.254.169.254/v1"),
+                    vault=v)
+    assert "embedding_base_url" in err.value.details["fields"]

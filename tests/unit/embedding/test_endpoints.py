@@ -1,0 +1,81 @@
+"""Where a base's embedding endpoint may point (no SSRF through embedding_base_url)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluice.embedding.endpoints import NOT_HTTP, NOT_PUBLIC, EndpointPolicy, endpoint_problem
+
+NAMES = {
+    "api.example.com": ["93.184.215.14"],
+    "dual.example.com": ["93.184.215.14", "10.0.0.5"],  # a public answer beside an internal one
+    "ollama.internal": ["10.1.2.3"],
+    "v6.example.com": ["2606:2800:21f:cb07:6820:80da:af6b:8b2c"],
+    "v6-local.example.com": ["fd00::1"],
+    "mapped.example.com": ["::ffff:169.254.169.254"],
+}
+
+
+def fake_dns(host: str) -> list[str]:
+    if host not in NAMES:
+        raise OSError("Name or service not known")
+    return NAMES[host]
+
+
+def problem(url: str, allow: str = "", **kw) -> str | None:
+    return endpoint_problem(url, EndpointPolicy.parse(allow), resolve=fake_dns, **kw)
+
+
+@pytest.mark.parametrize("url", [
+    "https://api.example.com/v1", "http://api.example.com:8080/v1", "https://v6.example.com/v1",
+    "https://93.184.215.14/v1", "https://API.Example.COM./v1",
+])
+def test_public_endpoints_are_allowed(url):
+    assert problem(url) is None
+
+
+@pytest.mark.parametrize("url", [
+    "http://169.254.169.254/latest/meta-data/",  # instance metadata
+    "http://127.0.0.1:9001/2018-06-01/runtime",  # the Lambda runtime API
+    "http://localhost/v1", "http://[::1]/v1", "http://[::ffff:127.0.0.1]/v1", "http://0.0.0.0/v1",
+    "http://10.0.0.1/v1", "http://172.16.5.4/v1", "http://192.168.1.1/v1", "http://100.64.0.1/v1",
+    "http://user@169.254.169.254/v1",  # userinfo does not hide the host
+    "http://2852039166/v1",  # 169.254.169.254 written as one number
+    "http://0x7f.1/v1",  # 127.0.0.1 in inet_aton shorthand
+    "http://ollama.internal:11434/v1", "http://dual.example.com/v1", "http://v6-local.example.com/v1",
+    "http://mapped.example.com/v1",
+])
+def test_internal_addresses_are_refused(url, monkeypatch):
+    # The literal forms go through the real resolver (numbers never reach DNS); names through the fake one.
+    from sluice.embedding import endpoints
+
+    def resolve(host: str) -> list[str]:
+        return fake_dns(host) if host in NAMES else endpoints.resolve_host(host)
+
+    assert endpoint_problem(url, EndpointPolicy(), resolve=resolve) == NOT_PUBLIC
+
+
+def test_an_unresolvable_name_is_refused_when_configured_and_left_to_the_client_at_call_time():
+    assert problem("https://nowhere.invalid/v1") == NOT_PUBLIC
+    assert problem("https://nowhere.invalid/v1", unresolved_is_problem=False) is None
+    # the refusal reads the same as for an internal address: the API does not map the network
+    assert problem("http://ollama.internal/v1") == problem("https://nowhere.invalid/v1")
+
+
+@pytest.mark.parametrize("url", ["ftp://api.example.com/v1", "/v1", "api.example.com", "http://:80/v1",
+                                 "http://api.example.com:port/v1", "javascript:alert(1)"])
+def test_what_is_not_an_http_url_is_refused_as_such(url):
+    assert problem(url) == NOT_HTTP
+
+
+def test_the_operator_allows_hosts_and_ranges():
+    assert problem("http://ollama.internal:11434/v1", allow="ollama.internal") is None
+    assert problem("http://OLLAMA.internal./v1", allow=" Ollama.Internal ") is None
+    assert problem("http://ollama.internal/v1", allow="10.1.0.0/16") is None
+    assert problem("http://10.1.9.9/v1", allow="10.1.0.0/16, tei.internal") is None
+    # a range allows only itself; every address of a name must be allowed
+    assert problem("http://10.2.0.1/v1", allow="10.1.0.0/16") == NOT_PUBLIC
+    assert problem("http://dual.example.com/v1", allow="10.1.0.0/16") == NOT_PUBLIC
+    assert problem("http://dual.example.com/v1", allow="10.0.0.5/32") is None
+    # a host allowed by name does not allow what another name resolves to
+    assert problem("http://169.254.169.254/v1", allow="ollama.internal") == NOT_PUBLIC
