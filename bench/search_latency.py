@@ -151,6 +151,31 @@ def load_peer(url: str, conn, vectors: np.ndarray, units: np.ndarray) -> object:
     return peer
 
 
+def loaded_base(conn, rows: int) -> uuid.UUID | None:
+    """The base of an earlier run's table, when it holds ``rows`` rows and its graph."""
+    from sluice.vectors import store
+
+    if not store.table_exists(conn, COLLECTION):
+        return None
+    found = conn.execute(f"SELECT count(*) AS n, min(kb_id::text) AS kb FROM rag_{COLLECTION}").fetchone()
+    indexed = conn.execute("SELECT to_regclass(%s) IS NOT NULL AS ok",
+                           (f"rag_{COLLECTION}_embedding_idx",)).fetchone()["ok"]
+    conn.commit()
+    return uuid.UUID(found["kb"]) if found["n"] == rows and indexed else None
+
+
+def peer_rows(conn) -> int:
+    if conn.execute("SELECT to_regclass('langchain_pg_embedding') IS NULL AS absent").fetchone()["absent"]:
+        return 0
+    n = conn.execute("SELECT count(*) AS n FROM langchain_pg_embedding").fetchone()["n"]
+    conn.commit()
+    return int(n)
+
+
+def peer_has_hnsw(conn) -> bool:
+    return bool(conn.execute("SELECT to_regclass('bench_peer_hnsw') IS NOT NULL AS ok").fetchone()["ok"])
+
+
 SLUICE = "Sluice"
 NAIVE = "pgvector HNSW naive (ef 40)"
 SHIPPED = "PGVector as shipped (no idx)"
@@ -189,6 +214,9 @@ def main() -> int:
     parser.add_argument("--maintenance-work-mem", default="2GB")
     parser.add_argument("--no-peer-hnsw", action="store_true",
                         help="skip building the peer's HNSW index (at 1M rows it is another long build)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --database-url: keep tables an earlier run of the same --rows loaded "
+                             "(the HNSW build is most of a 1M run)")
     args = parser.parse_args()
 
     import psycopg
@@ -212,15 +240,24 @@ def main() -> int:
             t0 = time.perf_counter()
             vectors, units, queries = generate(args.rows, args.queries)
             print(f"generated in {time.perf_counter() - t0:.0f} s", flush=True)
-            kb = uuid.uuid4()
-            costs = load_sluice(conn, vectors, units, kb)
-            print(f"sluice: COPY {costs['copy_s']:.0f} s, HNSW build {costs['hnsw_build_s']:.0f} s", flush=True)
-            t0 = time.perf_counter()
-            peer = load_peer(url, conn, vectors, units)
-            costs["peer_copy_s"] = time.perf_counter() - t0
-            print(f"peer: COPY {costs['peer_copy_s']:.0f} s", flush=True)
+            costs: dict[str, float] = {}
+            kb = loaded_base(conn, args.rows) if args.reuse else None
+            if kb is None:
+                kb = uuid.uuid4()
+                costs = load_sluice(conn, vectors, units, kb)
+                print(f"sluice: COPY {costs['copy_s']:.0f} s, HNSW build {costs['hnsw_build_s']:.0f} s", flush=True)
+            else:
+                print("sluice: reusing the loaded table and its index", flush=True)
+            if args.reuse and peer_rows(conn) == args.rows:
+                peer = make_peer(url)
+                print("peer: reusing the loaded rows", flush=True)
+            else:
+                t0 = time.perf_counter()
+                peer = load_peer(url, conn, vectors, units)
+                costs["peer_copy_s"] = time.perf_counter() - t0
+                print(f"peer: COPY {costs['peer_copy_s']:.0f} s", flush=True)
 
-            if not args.no_peer_hnsw:
+            if not args.no_peer_hnsw and not (args.reuse and peer_has_hnsw(conn)):
                 t0 = time.perf_counter()
                 conn.execute("CREATE INDEX bench_peer_hnsw ON langchain_pg_embedding "
                              "USING hnsw (embedding vector_cosine_ops)")
@@ -245,7 +282,7 @@ def main() -> int:
                     found, plan = vector_candidates(conn, COLLECTION, vector=q, text="", scope=scope, limit=K,
                                                     filters=flt)
                     conn.rollback()
-                    plans[name][plan.strategy] += 1
+                    plans[name][plan.strategy + (f" ef {plan.ef_search}" if plan.ef_search else "")] += 1
                     return [c.chunk_index for c in found]
 
                 def naive(q, values=values):

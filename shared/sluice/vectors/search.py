@@ -17,12 +17,15 @@ short or wrong. So the plan is chosen per query from the size of the scope:
   through the btree indexes), which is exact by construction and cheap exactly
   when the scope is small.
 * ``hnsw``: the graph, with ``ef_search`` raised so the rows it visits hold
-  ``OVERFETCH`` times the rows asked for at the scope's selectivity (never
-  below ``MIN_EF_SEARCH``); on pgvector >= 0.8 (``hnsw_iterative``) also
-  ``hnsw.iterative_scan``, so a shortfall is refilled by the server rather
-  than returned short. When the ef needed exceeds what pgvector allows
-  (1000), the scope is narrow enough that the exact scan is the cheaper of
-  the two anyway, so the plan is ``exact``.
+  ``OVERFETCH`` times the rows asked for at the scope's selectivity, and
+  never below what the table's size needs (``graph_ef``: a graph over more
+  rows needs a longer walk for the same recall); on pgvector >= 0.8
+  (``hnsw_iterative``) also ``hnsw.iterative_scan``, so a shortfall is
+  refilled by the server rather than returned short. When the ef needed
+  exceeds what pgvector allows (1000), the scope is narrow enough that the
+  exact scan is the cheaper of the two anyway, so the plan is ``exact``.
+  Past about 1M rows in one collection the cap also holds the unfiltered
+  walk at 1000, and recall slowly falls below 0.95 (not measured beyond 1M).
 
 The size of the scope is the planner's estimate (an EXPLAIN, under a
 millisecond): it only chooses between two correct plans' speeds. A graph scan
@@ -67,6 +70,12 @@ OVERFETCH = 4
 MIN_EF_SEARCH = 200
 # pgvector refuses a larger hnsw.ef_search.
 MAX_EF_SEARCH = 1000
+# A graph over more rows needs a longer walk for the same recall. bench/search_latency.py, 384-d,
+# pgvector's default build (m 16, ef_construction 64), recall@10 unfiltered: 100,000 rows reach
+# 0.97 at ef 200; 1,000,000 rows 0.93 at 200, 0.96 at 600-800 and 0.97 at 1,000. So the floor
+# grows from MIN_EF_SEARCH at GRAPH_EF_BASE_ROWS by 5x per 10x rows, reaching MAX_EF_SEARCH at 1M.
+GRAPH_EF_BASE_ROWS = 100_000
+GRAPH_EF_GROWTH = math.log10(5)
 # Tuples an iterative scan (pgvector >= 0.8) may visit before it gives up.
 MAX_SCAN_TUPLES = 200_000
 
@@ -251,6 +260,13 @@ def _estimated_rows(conn: psycopg.Connection, collection: str, where: sql.Compos
     return float(plan[0]["Plan"]["Plan Rows"])
 
 
+def graph_ef(table_rows: float) -> int:
+    """The ``ef_search`` a graph over ``table_rows`` rows needs for its top 10 unfiltered (at most pgvector's cap)."""
+    if table_rows <= GRAPH_EF_BASE_ROWS:
+        return MIN_EF_SEARCH
+    return min(MAX_EF_SEARCH, math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_EF_GROWTH))
+
+
 def choose_plan(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any],
                 limit: int, *, iterative: bool, exact_rows: int | None = None, table_rows: float | None = None
                 ) -> Plan:
@@ -264,7 +280,7 @@ def choose_plan(conn: psycopg.Connection, collection: str, where: sql.Composable
     estimate = _estimated_rows(conn, collection, where, params)
     selectivity = min(1.0, max(estimate, 1.0) / total)
     needed_ef = math.ceil(limit * OVERFETCH / selectivity)
-    ef = max(MIN_EF_SEARCH, limit * 2, needed_ef)
+    ef = max(graph_ef(total), limit * 2, needed_ef)
     # Exact when the graph cannot be asked for enough rows (ef is capped by pgvector; an iterative
     # scan on 0.8 could go on, but only by visiting more tuples than the scope holds rows), or when
     # scoring the scope costs less than walking the graph that far.

@@ -16,7 +16,16 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from sluice.vectors import store
-from sluice.vectors.search import BaseScope, ChunkFilter, choose_plan, scope_clause, vector_candidates
+from sluice.vectors.search import (
+    MAX_EF_SEARCH,
+    MIN_EF_SEARCH,
+    BaseScope,
+    ChunkFilter,
+    choose_plan,
+    graph_ef,
+    scope_clause,
+    vector_candidates,
+)
 from tests.integration.search.conftest import make_base
 
 pytestmark = pytest.mark.slow
@@ -145,3 +154,25 @@ def test_the_exact_plan_does_not_use_the_graph(conn, loaded):
     plan = conn.execute(b"EXPLAIN " + candidate_query(COLLECTION, where, "exact").as_bytes(conn), params).fetchall()
     text = "\n".join(next(iter(r.values())) for r in plan)
     assert "embedding_idx" not in text
+
+
+def test_a_larger_table_walks_its_graph_further_within_what_pgvector_allows():
+    # Recall of one ef falls as the graph grows (bench/search_latency.py: at ef 200, 0.97 over
+    # 100,000 rows, 0.93 over 1,000,000), so the unfiltered floor grows with the table.
+    sizes = [0, 20_000, 100_000, 300_000, 1_000_000, 10_000_000]
+    efs = [graph_ef(n) for n in sizes]
+    assert efs == sorted(efs)
+    assert efs[0] == efs[2] == MIN_EF_SEARCH
+    assert MIN_EF_SEARCH < efs[3] < efs[4] == efs[5] == MAX_EF_SEARCH
+
+
+def test_the_plan_sizes_the_walk_by_the_table(conn, loaded, monkeypatch):
+    import sluice.vectors.search as search_module
+
+    where, params = scope_clause(loaded, ChunkFilter(sources=("upload",)))
+    small = choose_plan(conn, COLLECTION, where, params, K, iterative=False, exact_rows=50)
+    # the same table and scope, judged by a rule under which 20,000 rows is ten times the base size
+    monkeypatch.setattr(search_module, "GRAPH_EF_BASE_ROWS", 2_000)
+    large = choose_plan(conn, COLLECTION, where, params, K, iterative=False, exact_rows=50)
+    assert small.strategy == large.strategy == "hnsw"
+    assert small.ef_search == MIN_EF_SEARCH and large.ef_search == MAX_EF_SEARCH
