@@ -100,6 +100,27 @@ def by_address(conn: Conn, kb_id: uuid.UUID, source_path: str) -> list[Document]
     return [Document(**r) for r in rows]
 
 
+def archive_members(conn: Conn, kb_id: uuid.UUID, archive_path: str, *,
+                    created_before: datetime | None = None) -> list[Document]:
+    """The rows unpacked from the archive at ``archive_path`` in one base (R-ARC-2), locked.
+
+    A member's ``source_path`` is ``<archive path>!/<member path>``; with
+    ``created_before``, only members an older copy of the archive unpacked.
+    """
+    prefix = f"{archive_path}!/"
+    rows = conn.execute(
+        f"""
+        SELECT {_FIELDS} FROM documents
+         WHERE kb_id = %(kb)s AND left(source_path, %(n)s) = %(prefix)s
+           AND (%(before)s::timestamptz IS NULL OR created_at < %(before)s)
+         ORDER BY source_path
+         FOR UPDATE
+        """,
+        {"kb": kb_id, "n": len(prefix), "prefix": prefix, "before": created_before},
+    ).fetchall()
+    return [Document(**r) for r in rows]
+
+
 def replaced_by(conn: Conn, doc: Document) -> list[Document]:
     """The finished rows a completing document retires (R-DOC-6).
 

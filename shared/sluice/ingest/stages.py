@@ -200,15 +200,18 @@ def _unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes,
     if kb is None:
         return
     archive_path = doc.source_path or doc.filename
+    unpacked: set[str] = set()
     for member, content in iter_archive_members(data, kind, ctx.budget):
         child_id = uuid.uuid5(_MEMBER_NAMESPACE, f"{doc.id}:{attempt}:{member.path}")
         name = posixpath.basename(member.path)
         key = rag_key(kb.collection_name, name, object_id=child_id)
+        source_path = member_source_path(archive_path, member.path)
+        unpacked.add(source_path)
         with ctx.uow() as conn:
             doc_repo.insert_if_absent(
                 conn, id=child_id, kb_id=kb.id, org_id=kb.org_id, collection_name=kb.collection_name,
                 filename=name, filesize=len(content), storage_path=key, source=doc.source,
-                source_path=member_source_path(archive_path, member.path),
+                source_path=source_path,
                 organizational_unit=doc.organizational_unit, document_type=doc.document_type,
                 document_date=doc.document_date, uploaded_by=doc.uploaded_by,
                 ingestion_override=doc.ingestion_override,
@@ -222,10 +225,29 @@ def _unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes,
         if current is None or current.status != "processing" or current.attempt != attempt:
             return
         retired = _retire_replaced(conn, current)
+        retired += _retire_absent_members(conn, current, retired, unpacked)
         doc_repo.update(conn, doc.id, status="done", stage="done", chunk_count=0, error_message=None,
                         last_failure=None, completed_at=datetime.now(UTC))
     for row in retired:
         _forget_objects(ctx, row, keep=doc.storage_path)
+
+
+def _retire_absent_members(conn: Any, archive: Document, replaced: list[Document],
+                           unpacked: set[str]) -> list[Document]:
+    """The members of the archives ``archive`` replaces that it no longer holds: gone with them.
+
+    A member it still holds stays searchable until its own replacement is done (R-DOC-6).
+    """
+    gone: list[Document] = []
+    for old in replaced:
+        if old.kb_id is None:
+            continue
+        for member in doc_repo.archive_members(conn, old.kb_id, old.source_path or old.filename,
+                                               created_before=archive.created_at):
+            if member.source_path not in unpacked:
+                _delete_row_and_chunks(conn, member)
+                gone.append(member)
+    return gone
 
 
 # --- S3 drops (R-UP-3) -------------------------------------------------------------------------
@@ -272,9 +294,10 @@ def on_inbox_event(ctx: StageContext, event: ObjectEvent) -> None:
         if not event.created:
             if current is not None:
                 return  # written again since; that write's event decides
-            for row in rows:
+            # an archive's members go with it (R-ARC-2)
+            removed = rows + doc_repo.archive_members(conn, kb_id, source_path)
+            for row in removed:
                 _delete_row_and_chunks(conn, row)
-            removed = rows
         else:
             etag = (event.etag or "").strip('"')
             if current is None or (etag and current.etag != etag):

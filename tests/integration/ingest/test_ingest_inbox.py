@@ -147,7 +147,7 @@ def test_drops_outside_a_base_are_ignored(harness):
         assert conn.execute("SELECT count(*) AS n FROM documents").fetchone()["n"] == 0
 
 
-def test_an_archive_dropped_again_replaces_the_archive_and_its_members(harness):
+def test_an_archive_dropped_again_replaces_the_archive_and_its_members_and_deleting_it_removes_them(harness):
     from tests.integration.ingest.test_ingest_formats import zip_bytes
 
     h = harness
@@ -174,3 +174,20 @@ def test_an_archive_dropped_again_replaces_the_archive_and_its_members(harness):
     text = content_of_chunks(h)
     assert "gamma" in text and "alpha" not in text
     assert h.chunk_count() == sum(d.chunk_count for d in second)
+
+    # a member the next copy no longer holds is gone with the copy that held it, object and all
+    b_member = next(d for d in second if d.source_path.endswith("!/b.txt"))
+    h.deliver(("ingest", put(h, key, zip_bytes({"a.txt": paragraphs(3, "delta")}))))
+    third = settle()
+    assert sorted(d.source_path.rsplit("!/", 1)[-1] for d in third if "!/" in d.source_path) == ["a.txt"]
+    assert len(third) == 2 and all(d.status == "done" for d in third)
+    text = content_of_chunks(h)
+    assert "delta" in text and "beta" not in text and "gamma" not in text
+    assert h.keys(b_member.storage_path) == []
+
+    # deleting the archive removes it and every member
+    h.s3.delete_object(Bucket=h.bucket, Key=key)
+    h.deliver(("ingest", h.object_event(key, created=False)))
+    with transaction() as conn:
+        assert doc_repo.list_for_kb(conn, h.kb.id, limit=50, offset=0) == []
+    assert h.chunk_count() == 0 and h.keys(f"rag/{h.kb.collection_name}/") == []
