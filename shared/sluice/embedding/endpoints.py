@@ -9,17 +9,23 @@ operator allows it: ``EMBEDDING_ALLOWED_ENDPOINTS`` lists host names and CIDR
 ranges, comma-separated. A self-hosted Ollama or TEI on the deployment's own
 network is legitimate, but the operator says so, not any writer of a base.
 
-It is checked when a base is configured (a 422 naming the field) and again
-before each call, since the name may resolve elsewhere by then.
+It is checked when a base is configured (a 400 naming the field), and again
+where the worker connects: the embedders' HTTP client resolves each host
+itself, checks every address and connects to the address it checked, so a
+name that re-points after the check (DNS rebinding) reaches nothing inside.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
+
+import httpcore
+import httpx
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -83,27 +89,66 @@ def http_host(url: str) -> str | None:
     return _normal_host(parts.hostname)
 
 
-def endpoint_problem(url: str, policy: EndpointPolicy, *, resolve: Resolver = resolve_host,
-                     unresolved_is_problem: bool = True) -> str | None:
-    """Why ``url`` may not be called, or ``None`` when it may.
+def _addresses(host: str, resolve: Resolver) -> list[IPAddress]:
+    """What ``host`` stands for: itself when it is an address, else what it resolves to (maybe nothing)."""
+    try:
+        return [_address(host)]
+    except ValueError:
+        pass
+    try:
+        return [_address(a) for a in resolve(host)]
+    except (OSError, UnicodeError, ValueError):
+        return []
+
+
+def endpoint_problem(url: str, policy: EndpointPolicy, *, resolve: Resolver = resolve_host) -> str | None:
+    """Why ``url`` may not be a base's endpoint, or ``None`` when it may.
 
     Every address the host resolves to must be allowed, so a name cannot pair
-    a public address with an internal one. ``unresolved_is_problem`` is for
-    configuration time; just before a call a name that does not resolve is
-    left to the HTTP client, which fails it as an unreachable endpoint.
+    a public address with an internal one.
     """
     host = http_host(url)
     if host is None:
         return NOT_HTTP
     if host in policy.hosts:
         return None
-    try:
-        addresses = [_address(host)]
-    except ValueError:
-        try:
-            addresses = [_address(a) for a in resolve(host)]
-        except (OSError, UnicodeError, ValueError):
-            addresses = []
-        if not addresses:
-            return NOT_PUBLIC if unresolved_is_problem else None
-    return None if all(policy.allows(a) for a in addresses) else NOT_PUBLIC
+    addresses = _addresses(host, resolve)
+    return None if addresses and all(policy.allows(a) for a in addresses) else NOT_PUBLIC
+
+
+class EndpointNotAllowed(Exception):
+    """Raised where the worker connects: the host resolves to an address the policy does not allow."""
+
+
+class GuardedBackend(httpcore.SyncBackend):
+    """httpcore's own sockets, opened only to an address the policy allows, and to the one checked."""
+
+    def __init__(self, policy: EndpointPolicy, resolve: Resolver = resolve_host) -> None:
+        self._policy = policy
+        self._resolve = resolve
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        target = host
+        if _normal_host(host) not in self._policy.hosts:
+            addresses = _addresses(_normal_host(host), self._resolve)
+            if not addresses:
+                raise httpcore.ConnectError(f"{host} does not resolve")
+            if not all(self._policy.allows(a) for a in addresses):
+                raise EndpointNotAllowed(f"{host} resolves to an address the deployment does not allow")
+            target = str(addresses[0])
+        # TLS still verifies the certificate against the name the URL gave (httpcore's server_hostname).
+        return super().connect_tcp(target, port, timeout, local_address, socket_options)
+
+
+def guarded_http_client(policy: EndpointPolicy, *, timeout: httpx.Timeout,
+                        resolve: Resolver = resolve_host) -> httpx.Client:
+    """An HTTP client for the endpoints bases name: it connects only where ``policy`` allows.
+
+    ``trust_env`` is off so that no proxy from the environment stands between
+    the check and the connection.
+    """
+    transport = httpx.HTTPTransport()
+    # httpx takes no network backend of its own; its pool is httpcore's and takes one.
+    transport._pool._network_backend = GuardedBackend(policy, resolve)  # noqa: SLF001
+    return httpx.Client(transport=transport, timeout=timeout, trust_env=False, follow_redirects=False)

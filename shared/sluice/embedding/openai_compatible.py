@@ -10,7 +10,7 @@ import httpx
 
 from sluice.embedding.backoff import Deadline, RetryPolicy, parse_retry_after
 from sluice.embedding.catalog import CatalogModel
-from sluice.embedding.endpoints import EndpointPolicy, endpoint_problem
+from sluice.embedding.endpoints import EndpointNotAllowed
 from sluice.embedding.protocol import EmbeddingSpec, SecretReader
 from sluice.embedding.refusal import refuse, rejected_request, wait_before_retry
 from sluice.embedding.secrets import api_key_from_secret
@@ -48,7 +48,6 @@ class OpenAICompatibleEmbedder:
         max_request_chars: int = MAX_REQUEST_CHARS,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None,
-        endpoint_policy: EndpointPolicy | None = None,
     ) -> None:
         if batch_size < 1 or max_request_chars < 1:
             raise ValueError("batch_size and max_request_chars must be positive")
@@ -62,12 +61,10 @@ class OpenAICompatibleEmbedder:
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
         self._url = (spec.base_url or DEFAULT_BASE_URL).rstrip("/") + "/embeddings"
-        self._endpoint_policy = endpoint_policy or EndpointPolicy()
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        self._check_endpoint()
         # The key is read once per call, not per batch; the reader caches across calls.
         headers = self._headers()
         vectors: list[list[float]] = []
@@ -91,15 +88,6 @@ class OpenAICompatibleEmbedder:
             chars += len(text)
         if batch:
             yield batch
-
-    def _check_endpoint(self) -> None:
-        # The base's endpoint was checked when it was set; its name may resolve elsewhere since.
-        # The default endpoint is the deployment's own choice, not a writer's.
-        if self.spec.base_url is None:
-            return
-        problem = endpoint_problem(self._url, self._endpoint_policy, unresolved_is_problem=False)
-        if problem is not None:
-            refuse(EmbeddingEndpointRefusedError, self.spec, f"{self._url}: {problem}")
 
     def _headers(self) -> dict[str, str]:
         secret_id = self.spec.secret_id
@@ -130,6 +118,9 @@ class OpenAICompatibleEmbedder:
                 response = self._client.post(
                     self._url, json=body, headers=headers, timeout=self._timeout_within(deadline)
                 )
+            except EndpointNotAllowed as exc:
+                # The client's guard: the endpoint's name now points inside the network.
+                refuse(EmbeddingEndpointRefusedError, self.spec, f"POST {self._url} refused", exc)
             except httpx.TimeoutException as exc:
                 failure, cause, detail = EmbeddingProviderError, exc, f"POST {self._url} timed out"
             except httpx.UnsupportedProtocol as exc:

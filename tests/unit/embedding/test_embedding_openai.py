@@ -18,7 +18,7 @@ import pytest
 
 from sluice.embedding import EmbeddingSpec, build_embedder, clear_embedder_cache, find_model
 from sluice.embedding.backoff import RetryPolicy
-from sluice.embedding.endpoints import EndpointPolicy
+from sluice.embedding.endpoints import EndpointPolicy, guarded_http_client
 from sluice.embedding.openai_compatible import OpenAICompatibleEmbedder
 from sluice.errors import (
     EmbeddingAuthenticationError,
@@ -140,10 +140,6 @@ class DictSecrets:
         return self.values[secret_id]
 
 
-# The fake provider listens on loopback, which only an operator's allow-list lets an endpoint reach.
-LOOPBACK = EndpointPolicy.parse("127.0.0.1")
-
-
 def quick_retry(**overrides: Any) -> RetryPolicy:
     return RetryPolicy(
         **{"max_attempts": 4, "base_delay": 0.01, "max_delay": 0.05, "total_seconds": 5.0, **overrides}
@@ -162,7 +158,6 @@ def make_embedder(
 ) -> OpenAICompatibleEmbedder:
     spec = EmbeddingSpec("openai", model, dim, base_url=server.base_url, secret_id=secret_id)
     options.setdefault("retry", quick_retry())
-    options.setdefault("endpoint_policy", LOOPBACK)
     if secrets is None:
         secrets = DictSecrets({SECRET_ID: json.dumps({"api_key": API_KEY})})
     return OpenAICompatibleEmbedder(
@@ -238,8 +233,7 @@ def test_nothing_to_embed_costs_no_request(server, http):
     assert server.requests == []
 
 
-def test_build_embedder_serves_a_spec_once_per_process(server, http, allow_endpoints):
-    allow_endpoints("127.0.0.1")
+def test_build_embedder_serves_a_spec_once_per_process(server, http):
     clear_embedder_cache()
     secrets = DictSecrets({SECRET_ID: API_KEY})
     spec = EmbeddingSpec(
@@ -395,8 +389,7 @@ def test_a_closed_port_is_a_provider_error(http):
         port = s.getsockname()[1]
     spec = EmbeddingSpec("openai", "nomic-embed-text", 768, base_url=f"http://127.0.0.1:{port}/v1")
     embedder = OpenAICompatibleEmbedder(
-        spec, find_model("openai", "nomic-embed-text"), http_client=http, retry=quick_retry(max_attempts=2),
-        endpoint_policy=LOOPBACK,
+        spec, find_model("openai", "nomic-embed-text"), http_client=http, retry=quick_retry(max_attempts=2)
     )
 
     with pytest.raises(EmbeddingProviderError) as refused:
@@ -408,12 +401,12 @@ def test_a_closed_port_is_a_provider_error(http):
 # --- refusals -----------------------------------------------------------------------------------
 
 
-def test_an_endpoint_that_now_resolves_internally_is_refused_before_anything_is_sent(server, http):
-    # Configured when its name was public; by the time the worker calls, it points inside the network.
-    embedder = make_embedder(server, http, endpoint_policy=EndpointPolicy())
-
-    with pytest.raises(EmbeddingEndpointRefusedError) as refused:
-        embedder.embed_documents(["a"])
+def test_an_endpoint_that_now_resolves_internally_is_refused_before_anything_is_sent(server):
+    # Configured when its name was public; by the time the worker connects, it points inside the network.
+    with guarded_http_client(EndpointPolicy(), timeout=httpx.Timeout(5.0)) as guarded:
+        embedder = make_embedder(server, guarded)
+        with pytest.raises(EmbeddingEndpointRefusedError) as refused:
+            embedder.embed_documents(["a"])
     assert server.requests == []
     assert not refused.value.transient
     assert "EndpointRefused" in refused.value.summary()

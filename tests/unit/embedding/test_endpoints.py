@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import httpx
 import pytest
 
-from sluice.embedding.endpoints import NOT_HTTP, NOT_PUBLIC, EndpointPolicy, endpoint_problem
+from sluice.embedding.endpoints import (
+    NOT_HTTP,
+    NOT_PUBLIC,
+    EndpointNotAllowed,
+    EndpointPolicy,
+    endpoint_problem,
+    guarded_http_client,
+)
 
 NAMES = {
     "api.example.com": ["93.184.215.14"],
@@ -22,8 +33,8 @@ def fake_dns(host: str) -> list[str]:
     return NAMES[host]
 
 
-def problem(url: str, allow: str = "", **kw) -> str | None:
-    return endpoint_problem(url, EndpointPolicy.parse(allow), resolve=fake_dns, **kw)
+def problem(url: str, allow: str = "") -> str | None:
+    return endpoint_problem(url, EndpointPolicy.parse(allow), resolve=fake_dns)
 
 
 @pytest.mark.parametrize("url", [
@@ -55,9 +66,8 @@ def test_internal_addresses_are_refused(url, monkeypatch):
     assert endpoint_problem(url, EndpointPolicy(), resolve=resolve) == NOT_PUBLIC
 
 
-def test_an_unresolvable_name_is_refused_when_configured_and_left_to_the_client_at_call_time():
+def test_an_unresolvable_name_is_refused():
     assert problem("https://nowhere.invalid/v1") == NOT_PUBLIC
-    assert problem("https://nowhere.invalid/v1", unresolved_is_problem=False) is None
     # the refusal reads the same as for an internal address: the API does not map the network
     assert problem("http://ollama.internal/v1") == problem("https://nowhere.invalid/v1")
 
@@ -79,3 +89,57 @@ def test_the_operator_allows_hosts_and_ranges():
     assert problem("http://dual.example.com/v1", allow="10.0.0.5/32") is None
     # a host allowed by name does not allow what another name resolves to
     assert problem("http://169.254.169.254/v1", allow="ollama.internal") == NOT_PUBLIC
+
+
+# --- where the worker connects ------------------------------------------------------------------
+
+class Recorder(BaseHTTPRequestHandler):
+    seen: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        Recorder.seen.append(self.headers["Host"])
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def loopback_server():
+    srv = HTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    Recorder.seen = []
+    yield srv.server_address[1]
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_the_client_connects_only_to_an_address_it_checked(loopback_server):
+    port = loopback_server
+    answers = iter([["93.184.215.14"], ["127.0.0.1"]])  # public when configured, internal when called
+
+    def rebinding(host: str) -> list[str]:
+        return next(answers)
+
+    url = f"http://rebind.example.com:{port}/v1"
+    assert endpoint_problem(url, EndpointPolicy(), resolve=rebinding) is None
+    client = guarded_http_client(EndpointPolicy(), timeout=httpx.Timeout(5.0), resolve=rebinding)
+    with client, pytest.raises(EndpointNotAllowed):
+        client.get(url)
+    assert Recorder.seen == []
+
+
+def test_an_allowed_internal_endpoint_is_reached_under_its_own_name(loopback_server):
+    port = loopback_server
+    policy = EndpointPolicy.parse("127.0.0.0/8")
+    with guarded_http_client(policy, timeout=httpx.Timeout(5.0), resolve=lambda host: ["127.0.0.1"]) as client:
+        assert client.get(f"http://tei.internal:{port}/v1").text == "ok"
+    # allowed by name: resolved as usual (here it does not resolve at all), never refused by the guard
+    by_name = guarded_http_client(EndpointPolicy.parse("tei.internal"), timeout=httpx.Timeout(5.0))
+    with by_name, pytest.raises(httpx.ConnectError):
+        by_name.get(f"http://tei.internal:{port}/v1")
+    assert Recorder.seen == [f"tei.internal:{port}"]
