@@ -129,16 +129,24 @@ class GuardedBackend(httpcore.SyncBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        target = host
-        if _normal_host(host) not in self._policy.hosts:
-            addresses = _addresses(_normal_host(host), self._resolve)
-            if not addresses:
-                raise httpcore.ConnectError(f"{host} does not resolve")
-            if not all(self._policy.allows(a) for a in addresses):
-                raise EndpointNotAllowed(f"{host} resolves to an address the deployment does not allow")
-            target = str(addresses[0])
-        # TLS still verifies the certificate against the name the URL gave (httpcore's server_hostname).
-        return super().connect_tcp(target, port, timeout, local_address, socket_options)
+        if _normal_host(host) in self._policy.hosts:
+            return super().connect_tcp(host, port, timeout, local_address, socket_options)
+        addresses = _addresses(_normal_host(host), self._resolve)
+        if not addresses:
+            raise httpcore.ConnectError(f"{host} does not resolve")
+        if not all(self._policy.allows(a) for a in addresses):
+            raise EndpointNotAllowed(f"{host} resolves to an address the deployment does not allow")
+        # Each checked address in turn, IPv4 first (many VPCs have no IPv6 route), as
+        # socket.create_connection would try them. TLS still verifies the certificate against the
+        # URL's name (httpcore's server_hostname), not the address.
+        failure: httpcore.ConnectError | None = None
+        for address in sorted(addresses, key=lambda a: a.version):
+            try:
+                return super().connect_tcp(str(address), port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                failure = exc
+        assert failure is not None
+        raise failure
 
 
 def guarded_http_client(policy: EndpointPolicy, *, timeout: httpx.Timeout,

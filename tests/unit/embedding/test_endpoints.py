@@ -143,3 +143,18 @@ def test_an_allowed_internal_endpoint_is_reached_under_its_own_name(loopback_ser
     with by_name, pytest.raises(httpx.ConnectError):
         by_name.get(f"http://tei.internal:{port}/v1")
     assert Recorder.seen == [f"tei.internal:{port}"]
+
+
+def test_each_checked_address_is_tried_in_turn(loopback_server):
+    # The server listens on 127.0.0.1 only; the other addresses refuse the connection.
+    port = loopback_server
+    policy = EndpointPolicy.parse("127.0.0.0/8, ::1/128")
+
+    def get(answer: list[str]) -> str:
+        with guarded_http_client(policy, timeout=httpx.Timeout(5.0), resolve=lambda host: answer) as client:
+            return client.get(f"http://svc.internal:{port}/").text
+
+    assert get(["::1", "127.0.0.1"]) == "ok"
+    assert get(["127.0.0.2", "127.0.0.1"]) == "ok"
+    with pytest.raises(httpx.ConnectError):
+        get(["127.0.0.2", "::1"])
