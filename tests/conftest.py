@@ -50,7 +50,7 @@ def migrated_template(pg_server) -> str:
 
 @pytest.fixture
 def allow_endpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
-    """Lets bases and embedders reach the hosts or ranges given (EMBEDDING_ALLOWED_ENDPOINTS), for one test."""
+    """Lets bases name endpoints on the hosts or ranges given (EMBEDDING_ALLOWED_ENDPOINTS), for one test."""
     from sluice.config import reset_settings
 
     def allow(value: str) -> None:
