@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sluice.local.template import load, parse
+from sluice.local.template import Resolver, function_environment, load, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -86,3 +86,19 @@ def test_stage_notifications_do_not_overlap():
         clashes = [p for e, p in prefixes
                    if e == event and p != prefix and (p.startswith(prefix) or prefix.startswith(p))]
         assert not clashes, (event, prefix, clashes)
+
+
+def test_locally_the_environment_overrides_stack_parameters_but_not_resources():
+    # `EMBEDDING_ALLOWED_ENDPOINTS=localhost make run` must reach the functions, as a
+    # --parameter-overrides would on AWS; a variable naming a resource stays the local resource.
+    t = parse(TEMPLATE)
+    refs = {name: f"local-{name}" for name in t.raw["Resources"]}
+    attrs = {(name, "Arn"): f"arn:local:{name}" for name in t.raw["Resources"]}
+    resolve = Resolver(t, refs, attrs)
+    defaults = function_environment(t, resolve, {})
+    assert defaults["EMBEDDING_ALLOWED_ENDPOINTS"] == "" and defaults["MAX_UPLOAD_SIZE_MB"] == "50"
+
+    shell = {"EMBEDDING_ALLOWED_ENDPOINTS": "localhost", "MAX_UPLOAD_SIZE_MB": "5", "SLUICE_BUCKET": "elsewhere"}
+    env = function_environment(t, resolve, shell)
+    assert env["EMBEDDING_ALLOWED_ENDPOINTS"] == "localhost" and env["MAX_UPLOAD_SIZE_MB"] == "5"
+    assert env["SLUICE_BUCKET"] == defaults["SLUICE_BUCKET"] != "elsewhere"

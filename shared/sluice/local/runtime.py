@@ -19,7 +19,7 @@ from typing import Any
 
 from sluice.local.gateway import Gateway
 from sluice.local.pump import QueuePump
-from sluice.local.template import ACCOUNT, REGION, FunctionDef, Resolver, Template, parse
+from sluice.local.template import ACCOUNT, REGION, FunctionDef, Resolver, Template, function_environment, parse
 
 log = logging.getLogger("sluice.local")
 
@@ -216,9 +216,7 @@ class LocalRuntime:
 
     def _apply_environment(self) -> None:
         assert self.resolve is not None
-        env: dict[str, str] = {}
-        for fn in self.template.functions.values():
-            env.update({k: str(self.resolve(v)) for k, v in fn.environment.items()})
+        env = function_environment(self.template, self.resolve, os.environ)
         # Values that name places on AWS (the layer under /opt, the database) point
         # at their local counterparts instead.
         env["DATABASE_URL"] = self.database_url or ""

@@ -7,6 +7,7 @@ template, and CloudFormation intrinsics are resolved against local values.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,19 @@ class Resolver:
             if (logical, attr) in self.attrs:
                 return self.attrs[(logical, attr)]
         return self.refs[name]
+
+
+def function_environment(template: Template, resolve: Resolver, current: Mapping[str, str]) -> dict[str, str]:
+    """Every function's environment variables, resolved against local values.
+
+    A variable the template takes from a stack parameter keeps a value already
+    set in ``current``: locally the environment plays the part of
+    ``--parameter-overrides`` (``EMBEDDING_ALLOWED_ENDPOINTS=localhost make run``).
+    """
+    parameters = set(template.raw.get("Parameters", {}))
+    env: dict[str, str] = {}
+    for fn in template.functions.values():
+        for name, value in fn.environment.items():
+            from_parameter = isinstance(value, dict) and value.get("Ref") in parameters
+            env[name] = current[name] if from_parameter and name in current else str(resolve(value))
+    return env
