@@ -50,7 +50,8 @@ def is_safe_member_path(path: str) -> bool:
         return False
     if "\\" in path or any(unicodedata.category(ch) == "Cc" for ch in path):
         return False
-    if path.startswith("/") or (len(path) >= 2 and path[1] == ":" and path[0].isascii() and path[0].isalpha()):
+    # Any character before a colon: Windows path APIs (and Python's ntpath) read it as a drive.
+    if path.startswith("/") or path[1:2] == ":":
         return False
     return ".." not in path.split("/")
 

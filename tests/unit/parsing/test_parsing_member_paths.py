@@ -24,6 +24,7 @@ any_path = st.text(max_size=60)
 @example("../x")
 @example("a/../../x")
 @example("C:\\x")
+@example("0:")  # ntpath reads any character before a colon as a drive
 @example("\\\\server\\share")
 @example("a\x00b")
 def test_an_accepted_path_never_leaves_the_unpack_folder(path: str) -> None:
