@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import os
 
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from sluice.ingest import stages
 from sluice.ingest.events import read_message
-from sluice.observability import logger, metrics, tracer
+from sluice.observability import sqs_handler
 from sluice.wiring import stage_context
-
-processor = BatchProcessor(event_type=EventType.SQS)
 
 # Which stage each dead-letter queue belongs to, by the ARN the template hands over.
 _STAGE_BY_QUEUE_ENV = {"INGEST_DLQ_ARN": "parsing", "CHUNK_DLQ_ARN": "chunking", "EMBED_DLQ_ARN": "embedding"}
@@ -32,9 +29,4 @@ def record_handler(record: SQSRecord) -> None:
         stages.on_dead_letter(stage_context(), stage, item)
 
 
-@logger.inject_lambda_context
-@metrics.log_metrics
-@tracer.capture_lambda_handler
-def handler(event, context):
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor,
-                                    context=context)
+handler = sqs_handler(record_handler)

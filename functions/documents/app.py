@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.logging import correlation_paths
-
 from sluice.api.http import build_resolver, json_response, principal, query_int
 from sluice.api.views import document_view
 from sluice.config import get_settings
 from sluice.db.connection import transaction
 from sluice.ingest import documents
-from sluice.observability import logger, metrics, tracer
+from sluice.observability import http_handler
 from sluice.parsing import SUPPORTED_EXTENSIONS
 from sluice.wiring import job_queue, stage_context
 
@@ -85,8 +83,4 @@ def retry_document(doc_id: str):
     return json_response(202, document_view(doc))
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@metrics.log_metrics
-@tracer.capture_lambda_handler
-def handler(event, context):
-    return app.resolve(event, context)
+handler = http_handler(app)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.logging import correlation_paths
 
 from sluice.access import bases, can_write
 from sluice.api.http import build_resolver, json_response, parse_json, principal
@@ -13,7 +12,7 @@ from sluice.api.views import collection_view, document_view, kb_view
 from sluice.db.connection import transaction
 from sluice.embedding import load_catalog
 from sluice.ingest import documents
-from sluice.observability import logger, metrics, tracer
+from sluice.observability import http_handler
 from sluice.wiring import key_vault
 
 app = build_resolver()
@@ -99,8 +98,4 @@ def get_document(doc_id: str):
     return json_response(200, document_view(doc))
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@metrics.log_metrics
-@tracer.capture_lambda_handler
-def handler(event, context):
-    return app.resolve(event, context)
+handler = http_handler(app)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from sluice.ingest import stages
 from sluice.ingest.events import read_message
-from sluice.observability import logger, metrics, tracer
+from sluice.observability import sqs_handler
 from sluice.wiring import stage_context
-
-processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def record_handler(record: SQSRecord) -> None:
@@ -19,9 +16,4 @@ def record_handler(record: SQSRecord) -> None:
         stages.on_ingest_item(ctx, item)
 
 
-@logger.inject_lambda_context
-@metrics.log_metrics
-@tracer.capture_lambda_handler
-def handler(event, context):
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor,
-                                    context=context)
+handler = sqs_handler(record_handler)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from sluice.api.http import build_resolver, json_response, parse_json, principal
 from sluice.db.connection import transaction
-from sluice.observability import logger, metrics, tracer
+from sluice.observability import http_handler, metrics
 from sluice.search.service import (
     DiagnosticRequest,
     SearchOutcome,
@@ -61,8 +60,4 @@ def get_filter_values(name: str):
     return json_response(200, answer)
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@metrics.log_metrics
-@tracer.capture_lambda_handler
-def handler(event, context):
-    return app.resolve(event, context)
+handler = http_handler(app)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.logging import correlation_paths
-
 from sluice.api.http import build_resolver, json_response, parse_json, principal, raw_body, validate
 from sluice.api.multipart import form_fields, parse_form
 from sluice.config import get_settings
@@ -15,7 +13,7 @@ from sluice.ingest.uploads import (
     accept_direct_upload,
     accept_presigned_upload,
 )
-from sluice.observability import logger, metrics, tracer
+from sluice.observability import http_handler
 from sluice.wiring import stage_context
 
 app = build_resolver()
@@ -50,8 +48,4 @@ def presign_upload(kb_id: str):
     return json_response(202, accepted.response())
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@metrics.log_metrics
-@tracer.capture_lambda_handler
-def handler(event, context):
-    return app.resolve(event, context)
+handler = http_handler(app)
