@@ -1,10 +1,22 @@
-"""What the benchmark scripts share: printing a table, and a throwaway embedded PostgreSQL."""
+"""What the benchmark scripts share: the environment they run the package in (set on import,
+before the package is), printing a table, and a throwaway embedded PostgreSQL."""
 
 from __future__ import annotations
 
+import os
+import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+warnings.filterwarnings("ignore")
+sys.path.insert(0, str(ROOT / "shared"))
 
 
 def print_table(title: str, header: list[str], rows: list[list[object]], number_format: str = "{:,.1f}") -> None:

@@ -17,13 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import sys
 import tempfile
 import threading
 import time
 import uuid
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -33,12 +30,6 @@ CORPUS = SHARED / "corpus" / "real"
 SCIFACT = SHARED / "bench" / "retrieval" / "scifact" / "corpus.jsonl"
 DIM = 384
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
-warnings.filterwarnings("ignore")
-sys.path.insert(0, str(ROOT / "shared"))
 from harness import print_table as table  # noqa: E402
 
 # --- corpus ------------------------------------------------------------------------------------

@@ -31,11 +31,9 @@ import argparse
 import hashlib
 import json
 import math
-import os
 import sys
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -43,12 +41,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "bench" / "retrieval" / "scifact"
 CACHE = ROOT / ".sluice" / "bench"
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
-warnings.filterwarnings("ignore")
-sys.path.insert(0, str(ROOT / "shared"))
 from functools import partial  # noqa: E402
 
 from harness import migrated_database, print_table  # noqa: E402

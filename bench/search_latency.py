@@ -32,16 +32,7 @@ import os
 import sys
 import time
 import uuid
-import warnings
 from collections import Counter
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
-warnings.filterwarnings("ignore")
-sys.path.insert(0, str(ROOT / "shared"))
 from functools import partial  # noqa: E402
 
 from harness import migrated_database, print_table  # noqa: E402
