@@ -130,14 +130,11 @@ def read_xls(data: bytes, budget: ParseBudget) -> ParsedDocument:
         workbook = xlrd.open_workbook(
             file_contents=data, on_demand=True, ragged_rows=True, formatting_info=False, logfile=io.StringIO()
         )
-    except xlrd.XLRDError as exc:
-        if "encrypted" in str(exc).lower():
+    except Exception as exc:
+        if isinstance(exc, xlrd.XLRDError) and "encrypted" in str(exc).lower():
             raise EncryptedDocumentError(
                 "This Excel workbook is password-protected. Remove the password and upload it again."
             ) from None
-        log.info("xlrd could not open the workbook: %s", exc)
-        raise ParseError("This Excel workbook could not be read: the file is damaged or incomplete.") from None
-    except Exception as exc:
         log.info("xlrd could not open the workbook: %s", exc)
         raise ParseError("This Excel workbook could not be read: the file is damaged or incomplete.") from None
     text = TextBudget(budget.max_chars)
