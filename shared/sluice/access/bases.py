@@ -21,11 +21,10 @@ from sluice.access.resolve import (
     resolve_base,
 )
 from sluice.chunking import validate_collection_config
-from sluice.config import get_settings
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel, find_model, load_catalog
-from sluice.embedding.endpoints import EndpointPolicy, endpoint_problem
+from sluice.embedding.endpoints import deployment_policy, endpoint_problem
 from sluice.errors import ConflictError, ValidationError
 from sluice.identity import Principal
 from sluice.vectors.names import MAX_COLLECTION_CHARS, validate_collection_name
@@ -120,7 +119,7 @@ def _check_endpoint(provider: str, base_url: str | None) -> None:
             "This embedding provider takes no endpoint",
             fields={"embedding_base_url": f"The '{provider}' provider takes no endpoint; leave this empty."},
         )
-    problem = endpoint_problem(base_url, EndpointPolicy.parse(get_settings().embedding_allowed_endpoints))
+    problem = endpoint_problem(base_url, deployment_policy())
     if problem is not None:
         raise ValidationError("Invalid embedding endpoint", fields={"embedding_base_url": problem})
 

@@ -11,7 +11,7 @@ import httpx
 from sluice.config import get_settings
 from sluice.embedding.bedrock import BedrockEmbedder
 from sluice.embedding.catalog import find_model
-from sluice.embedding.endpoints import NOT_HTTP, EndpointPolicy, guarded_http_client, http_host
+from sluice.embedding.endpoints import NOT_HTTP, deployment_policy, guarded_http_client, http_host
 from sluice.embedding.local import LocalEmbedder
 from sluice.embedding.openai_compatible import DEFAULT_TIMEOUT, OpenAICompatibleEmbedder
 from sluice.embedding.protocol import Embedder, EmbeddingSpec, SecretReader
@@ -108,6 +108,5 @@ def _shared_http_client() -> httpx.Client:
     global _default_http
     with _cache_lock:
         if _default_http is None:
-            policy = EndpointPolicy.parse(get_settings().embedding_allowed_endpoints)
-            _default_http = guarded_http_client(policy, timeout=DEFAULT_TIMEOUT)
+            _default_http = guarded_http_client(deployment_policy(), timeout=DEFAULT_TIMEOUT)
         return _default_http

@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+from sluice.config import get_settings
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str], list[str]]
@@ -64,6 +66,11 @@ class EndpointPolicy:
 
     def allows(self, address: IPAddress) -> bool:
         return address.is_global or any(address in n for n in self.networks if n.version == address.version)
+
+
+def deployment_policy() -> EndpointPolicy:
+    """The policy this deployment's operator set (``EMBEDDING_ALLOWED_ENDPOINTS``)."""
+    return EndpointPolicy.parse(get_settings().embedding_allowed_endpoints)
 
 
 def _normal_host(host: str) -> str:
