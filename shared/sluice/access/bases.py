@@ -243,6 +243,23 @@ def _refuse_fixed(kb: KnowledgeBase, body: UpdateKnowledgeBase) -> None:
         raise ValidationError("These settings cannot change", fields=changed)
 
 
+def _rebound_key(p: Principal, vault: KeyVault | None, kb: KnowledgeBase, provider: str, base_url: str | None,
+                 secret_id: str | None, *, sent: bool) -> str | None:
+    """The key a base keeps when its endpoint or provider changes.
+
+    The key was lent for the address it was bound with: sent anywhere else, it is
+    a new loan, and only a caller who may see the key makes it. So a key the
+    caller left out of the change stays only if they could bind it themselves;
+    otherwise it is cleared (the base goes on keyless), never carried to an
+    address its owner did not choose. A key named explicitly is checked as any
+    binding is (``check_key_binding`` refuses one the caller cannot see).
+    """
+    moved = (provider, base_url) != (kb.embedding_provider, kb.embedding_base_url)
+    if sent or not moved or secret_id is None or secret_id != kb.embedding_secret_id:
+        return secret_id
+    return _adoptable_key(p, vault, kb.scope, replace(kb, embedding_provider=provider, embedding_base_url=base_url))
+
+
 def update_base(conn: psycopg.Connection, p: Principal, kb_id: str, body: UpdateKnowledgeBase,
                 vault: KeyVault | None = None) -> KnowledgeBase:
     """PATCH /kb/{id}: the provider, endpoint, key and ingestion config may change; the space may not."""
@@ -270,11 +287,11 @@ def update_base(conn: psycopg.Connection, p: Principal, kb_id: str, body: Update
         ) from None
     if (provider, base_url, secret_id) != (kb.embedding_provider, kb.embedding_base_url, kb.embedding_secret_id):
         _check_endpoint(provider, base_url)
-        # A key already bound to this base for this provider was lent when it was bound;
-        # asking the vault again would make any other change depend on who is editing.
-        kept = secret_id == kb.embedding_secret_id and provider == kb.embedding_provider
+        secret_id = _rebound_key(p, vault, kb, provider, base_url, secret_id,
+                                 sent="embedding_secret_id" in sent)
         check_key_binding(p, vault, scope=kb.scope, provider=provider, base_url=base_url, secret_id=secret_id,
-                          already_bound=kept)
+                          already_bound=secret_id is not None and secret_id == kb.embedding_secret_id
+                          and (provider, base_url) == (kb.embedding_provider, kb.embedding_base_url))
         changes.update(embedding_provider=provider, embedding_base_url=base_url, embedding_secret_id=secret_id)
 
     if "ingestion_config" in sent:

@@ -67,9 +67,10 @@ def check_key_binding(p: Principal, vault: KeyVault | None, *, scope: str, provi
                       base_url: str | None, secret_id: str | None, already_bound: bool = False) -> None:
     """Refuse a key the chooser may not bind, or a provider choice that needs one and names none.
 
-    ``already_bound`` is a key this base already holds for this provider: it was
-    lent when it was bound, so the vault is not asked again on behalf of whoever
-    edits something else about the base.
+    ``already_bound`` is a key this base already holds for this provider at this
+    endpoint: it was lent for that address when it was bound, so the vault is not
+    asked again on behalf of whoever edits something else about the base. A key
+    moving to another address is a new loan, never ``already_bound``.
     """
     if secret_id is None:
         if provider in KEYED_PROVIDERS and base_url is None:

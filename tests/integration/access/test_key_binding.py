@@ -12,8 +12,16 @@ import uuid
 import pytest
 
 from sluice.access.bases import CreateKnowledgeBase, UpdateKnowledgeBase, create_base, update_base
-from sluice.embedding import SecretsManagerKeyVault
+from sluice.db import knowledge_bases as kb_repo
+from sluice.embedding import (
+    EmbeddingSpec,
+    SecretsManagerKeyVault,
+    SecretsManagerSecretReader,
+    build_embedder,
+    clear_embedder_cache,
+)
 from sluice.errors import ValidationError
+from tests.fakes import FakeOpenAI, serving
 from tests.integration.access.conftest import EDIT, SECRETS, VIEW, who
 
 ANN = who("ann", "acme", VIEW, EDIT, SECRETS)  # acme editor who may see acme's keys
@@ -132,10 +140,13 @@ def test_patch_binds_a_new_key_by_the_same_rules(conn, vault, allow_endpoints):
     kb = create(conn, ANN, v, scope="org", embedding_secret_id=ids["acme-shared"], **OPENAI)
     conn.commit()
     # another editor may change other settings without seeing the key already bound
-    renamed = update_base(conn, BEN, str(kb.id), UpdateKnowledgeBase(description="new words",
-                                                                      embedding_base_url="https://eu.example/v1"),
-                          vault=v)
+    renamed = update_base(conn, BEN, str(kb.id), UpdateKnowledgeBase(description="new words"), vault=v)
     assert (renamed.description, renamed.embedding_secret_id) == ("new words", ids["acme-shared"])
+    conn.commit()
+    # a member who sees the key may move it to another endpoint: the key stays bound
+    moved = update_base(conn, ANN, str(kb.id), UpdateKnowledgeBase(embedding_base_url="https://eu.example/v1"),
+                        vault=v)
+    assert (moved.embedding_base_url, moved.embedding_secret_id) == ("https://eu.example/v1", ids["acme-shared"])
     conn.commit()
     # but may not bind a key he cannot see, nor another organization's
     for p, secret_id in [(BEN, ids["cat-private"]), (ANN, ids["globex-shared"]), (ANN, ids["cat-private"])]:
@@ -196,3 +207,36 @@ def test_an_endpoint_must_be_public_unless_the_operator_allows_it(conn, vault, a
         update_base(conn, ADMIN, str(kb.id), UpdateKnowledgeBase(embedding_base_url="http://169.254.169.254/v1"),
                     vault=v)
     assert "embedding_base_url" in err.value.details["fields"]
+
+
+def test_moving_a_bound_key_to_another_endpoint_is_a_new_binding(conn, vault, allow_endpoints):
+    """Probed: a writer without secrets:view re-pointed a keyed base at his own server, and the
+    next embedding call sent the organization's key there. Now the move clears the key, and an
+    explicit request to keep it is refused, so nothing the key owner did not choose receives it."""
+    v, ids = vault
+    allow_endpoints("127.0.0.1")
+    kb = create(conn, ANN, v, scope="org", embedding_secret_id=ids["acme-shared"], **OPENAI)
+    conn.commit()
+    with serving(FakeOpenAI()) as attacker:
+        with pytest.raises(ValidationError) as err:
+            update_base(conn, BEN, str(kb.id), UpdateKnowledgeBase(embedding_base_url=attacker.base_url,
+                                                                   embedding_secret_id=ids["acme-shared"]), vault=v)
+        assert "embedding_secret_id" in err.value.details["fields"]
+        conn.rollback()
+
+        moved = update_base(conn, BEN, str(kb.id), UpdateKnowledgeBase(embedding_base_url=attacker.base_url),
+                            vault=v)
+        conn.commit()
+        assert (moved.embedding_base_url, moved.embedding_secret_id) == (attacker.base_url, None)
+
+        # the next upload's embedding call, as the embed stage builds it from the stored base
+        stored = kb_repo.get(conn, kb.id)
+        assert stored is not None and stored.embedding_secret_id is None
+        spec = EmbeddingSpec(stored.embedding_provider, stored.embedding_model, stored.embedding_dim,
+                             base_url=stored.embedding_base_url, secret_id=stored.embedding_secret_id)
+        secrets = SecretsManagerSecretReader(v._client)  # noqa: SLF001 - the moto client behind the vault
+        clear_embedder_cache()
+        build_embedder(spec, secrets=secrets).embed_documents(["quarterly numbers"])
+
+    assert len(attacker.requests) == 1
+    assert "Authorization" not in attacker.requests[0]["headers"]

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -32,88 +28,16 @@ from sluice.errors import (
     EmbeddingResponseError,
     ValidationError,
 )
+from tests.fakes import FakeOpenAI, Reply, serving, vector_for
 
 API_KEY = "sk-test-0123456789abcdef"
 SECRET_ID = "sluice/org-1/openai"
 
 
-def vector_for(text: str, dim: int) -> list[float]:
-    """A deterministic vector per text, so a test can tell which input a vector belongs to."""
-    seed = int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
-    return [float(seed % 1000)] + [float(i) / dim for i in range(1, dim)]
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    body: Any = None  # None: answer the embeddings for the request
-    headers: dict[str, str] = field(default_factory=dict)
-    sleep: float = 0.0
-
-
-class FakeOpenAI(ThreadingHTTPServer):
-    """The embeddings route: scripted replies first, then honest answers (optionally out of order)."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.script: list[Reply] = []
-        self.requests: list[dict[str, Any]] = []
-        self.reverse_order = False
-        self.width: int | None = None  # answer this width instead of the one asked for
-        self.lock = threading.Lock()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: FakeOpenAI
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        with self.server.lock:
-            self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-            reply = self.server.script.pop(0) if self.server.script else Reply()
-        time.sleep(reply.sleep)
-        if reply.body is None and reply.status == 200:
-            dim = self.server.width or body.get("dimensions") or 768
-            data = [
-                {"object": "embedding", "index": i, "embedding": vector_for(text, dim)}
-                for i, text in enumerate(body["input"])
-            ]
-            if self.server.reverse_order:
-                data.reverse()
-            payload: Any = {"object": "list", "data": data, "model": body["model"]}
-        else:
-            payload = reply.body
-        raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-        try:
-            self.send_response(reply.status)
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up waiting, which is what a timeout test wants
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAI]:
-    srv = FakeOpenAI()
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
+    with serving(FakeOpenAI()) as srv:
+        yield srv
 
 
 @pytest.fixture(autouse=True)
