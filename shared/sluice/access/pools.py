@@ -26,7 +26,7 @@ import psycopg
 from sluice.config import Settings
 from sluice.db import upload_quotas
 from sluice.db.knowledge_bases import KnowledgeBase
-from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError
+from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError, ValidationError
 from sluice.identity import Principal
 
 log = logging.getLogger("sluice.access")
@@ -66,32 +66,43 @@ def check_indexing_open(settings: Settings, read_parameter: ParameterReader | No
         raise IndexingPausedError("Indexing is paused by the operator; search keeps working. Try again later.")
 
 
-def _retry_after(accepted: list[datetime], limit: int, window: timedelta, now: datetime) -> float | None:
-    """Seconds until one more upload fits the window, or ``None`` if one fits now."""
-    if limit <= 0:
-        return window.total_seconds()
-    if len(accepted) < limit:
+def _retry_after(accepted: list[datetime], limit: int, wanted: int, window: timedelta, now: datetime
+                 ) -> float | None:
+    """Seconds until ``wanted`` more uploads fit the window, or ``None`` if they fit now."""
+    if len(accepted) + wanted <= limit:
         return None
-    # The limit-th most recent upload leaving the window frees a slot.
-    return (accepted[-limit] + window - now).total_seconds()
+    # Enough of the oldest uploads in the window must leave it: the last of them frees the room.
+    leaving = len(accepted) + wanted - limit
+    if leaving > len(accepted):  # a limit of 0 (uploads off), or more wanted than the window ever holds
+        return window.total_seconds()
+    return (accepted[leaving - 1] + window - now).total_seconds()
 
 
-def admit_upload(conn: psycopg.Connection, p: Principal, kb: KnowledgeBase, settings: Settings) -> None:
-    """Refuse an upload a private pool has no room or no budget for; otherwise count it."""
+def admit_upload(conn: psycopg.Connection, p: Principal, kb: KnowledgeBase, settings: Settings,
+                 documents: int = 1) -> None:
+    """Refuse an upload a private pool has no room or no budget for; otherwise count it.
+
+    ``documents`` is how many documents the upload becomes: an archive is itself
+    one, and each supported member another (R-ARC-2), so a zip cannot carry more
+    into a pool than its cap and limits allow.
+    """
     if kb.scope != "personal" or kb.owner_id is None:
         return
     now = upload_quotas.lock_users(conn, {p.user_id, kb.owner_id})
-    if upload_quotas.private_pool_documents(conn, kb.owner_id) >= settings.private_doc_cap:
-        raise DocCapReachedError(
-            f"This private knowledge base already holds {settings.private_doc_cap} documents, the most a "
-            "private pool may; delete one to upload another.",
-            details={"cap": settings.private_doc_cap},
-        )
+    _check_room(conn, kb.owner_id, documents, settings)
+    for limit, per in ((settings.upload_rate_per_minute, "a minute"), (settings.upload_rate_per_day, "a day")):
+        if 0 < limit < documents:
+            # No wait makes it fit: say so instead of a Retry-After that would only be waited out in vain.
+            raise ValidationError(
+                f"This upload holds {documents} documents, and a private knowledge base takes at most {limit} "
+                f"{per}; split it into smaller archives.",
+                fields={"file": f"Holds {documents} documents; at most {limit} may be uploaded {per}."},
+            )
     today = upload_quotas.accepted_since(conn, p.user_id, now - DAY)
     this_minute = [t for t in today if t > now - MINUTE]
     waits = [w for w in (
-        _retry_after(this_minute, settings.upload_rate_per_minute, MINUTE, now),
-        _retry_after(today, settings.upload_rate_per_day, DAY, now),
+        _retry_after(this_minute, settings.upload_rate_per_minute, documents, MINUTE, now),
+        _retry_after(today, settings.upload_rate_per_day, documents, DAY, now),
     ) if w is not None]
     if waits:
         raise RateLimitError(
@@ -99,4 +110,32 @@ def admit_upload(conn: psycopg.Connection, p: Principal, kb: KnowledgeBase, sett
             f"{settings.upload_rate_per_day} a day to a private knowledge base. Try again later.",
             retry_after=max(1, math.ceil(max(waits))),
         )
-    upload_quotas.record(conn, p.user_id, now, keep=DAY)
+    upload_quotas.record(conn, p.user_id, now, keep=DAY, count=documents)
+
+
+def admit_unpacked(conn: psycopg.Connection, kb: KnowledgeBase, members: int, settings: Settings) -> None:
+    """Refuse unpacking ``members`` new documents into a private pool that has no room for them.
+
+    Checked again where an archive is unpacked: a presigned archive was never read
+    at upload, and the pool may have filled since.
+    """
+    if kb.scope != "personal" or kb.owner_id is None or members <= 0:
+        return
+    upload_quotas.lock_users(conn, {kb.owner_id})
+    _check_room(conn, kb.owner_id, members, settings)
+
+
+def _check_room(conn: psycopg.Connection, owner_id: str, documents: int, settings: Settings) -> None:
+    held = upload_quotas.private_pool_documents(conn, owner_id)
+    if held + documents <= settings.private_doc_cap:
+        return
+    room = max(0, settings.private_doc_cap - held)
+    if documents == 1:
+        message = (f"This private knowledge base already holds {held} documents, the most a private pool "
+                   f"may hold is {settings.private_doc_cap}; delete one to upload another.")
+    else:
+        message = (f"This upload would add {documents} documents, but the private knowledge base has room for "
+                   f"{room} more (it holds {held} of {settings.private_doc_cap}); delete some documents or "
+                   "upload fewer at once.")
+    raise DocCapReachedError(message, details={"cap": settings.private_doc_cap, "held": held, "room": room,
+                                                "requested": documents})

@@ -79,6 +79,15 @@ def get(conn: Conn, doc_id: uuid.UUID, *, for_update: bool = False) -> Document 
     return Document(**row) if row else None
 
 
+def count_existing(conn: Conn, ids: list[uuid.UUID]) -> int:
+    """How many of ``ids`` have a row."""
+    if not ids:
+        return 0
+    row = conn.execute("SELECT count(*) AS n FROM documents WHERE id = ANY(%s)", (ids,)).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
 def by_storage_path(conn: Conn, key: str) -> Document | None:
     row = conn.execute(
         f"SELECT {_FIELDS} FROM documents WHERE storage_path = %s ORDER BY created_at DESC LIMIT 1", (key,)

@@ -36,10 +36,11 @@ def accepted_since(conn: psycopg.Connection[Any], user_id: str, since: datetime)
     return [r["accepted_at"] for r in rows]
 
 
-def record(conn: psycopg.Connection[Any], user_id: str, at: datetime, *, keep: timedelta) -> None:
-    """Count one accepted upload, and forget the user's uploads older than ``keep``."""
+def record(conn: psycopg.Connection[Any], user_id: str, at: datetime, *, keep: timedelta, count: int = 1) -> None:
+    """Count ``count`` accepted uploads, and forget the user's uploads older than ``keep``."""
     conn.execute("DELETE FROM upload_events WHERE user_id = %s AND accepted_at <= %s", (user_id, at - keep))
-    conn.execute("INSERT INTO upload_events (user_id, accepted_at) VALUES (%s, %s)", (user_id, at))
+    conn.execute("INSERT INTO upload_events (user_id, accepted_at) SELECT %s, %s FROM generate_series(1, %s)",
+                 (user_id, at, count))
 
 
 def private_pool_documents(conn: psycopg.Connection[Any], owner_id: str) -> int:

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sluice.access.pools import admit_unpacked
 from sluice.chunking import IngestionConfig, merge_override, split_text
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
@@ -195,14 +196,18 @@ def _unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes,
     member is handed over: its text is the list of members, skipped ones with why.
     """
     members = check_archive(data, kind, ctx.budget)  # a presigned archive was never checked at upload
+    child_ids = [_member_id(doc.id, attempt, m.path) for m in members
+                 if m.kind is not None and m.skipped_reason is None]
     with ctx.uow() as conn:
         kb = kb_repo.get(conn, doc.kb_id) if doc.kb_id else None
-    if kb is None:
-        return
+        if kb is None:
+            return
+        # A redelivered unpack finds some members already written: only the new ones need room.
+        admit_unpacked(conn, kb, len(child_ids) - doc_repo.count_existing(conn, child_ids), ctx.settings)
     archive_path = doc.source_path or doc.filename
     unpacked: set[str] = set()
     for member, content in iter_archive_members(data, kind, ctx.budget):
-        child_id = uuid.uuid5(_MEMBER_NAMESPACE, f"{doc.id}:{attempt}:{member.path}")
+        child_id = _member_id(doc.id, attempt, member.path)
         name = posixpath.basename(member.path)
         key = rag_key(kb.collection_name, name, object_id=child_id)
         source_path = member_source_path(archive_path, member.path)
@@ -230,6 +235,10 @@ def _unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes,
                         last_failure=None, completed_at=datetime.now(UTC))
     for row in retired:
         _forget_objects(ctx, row, keep=doc.storage_path)
+
+
+def _member_id(archive_id: uuid.UUID, attempt: int, member_path: str) -> uuid.UUID:
+    return uuid.uuid5(_MEMBER_NAMESPACE, f"{archive_id}:{attempt}:{member_path}")
 
 
 def _retire_absent_members(conn: Any, archive: Document, replaced: list[Document],

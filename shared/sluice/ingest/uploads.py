@@ -108,15 +108,23 @@ def family_by_name(filename: str) -> str:
     )
 
 
-def _check_writable(conn: psycopg.Connection, p: Principal, kb_id: str, settings: Settings
+def _check_writable(conn: psycopg.Connection, p: Principal, kb_id: str, settings: Settings, documents: int = 1
                     ) -> tuple[KnowledgeBase, IngestionConfig]:
     check_indexing_open(settings)
     kb = resolve_base(conn, p, kb_id, write=True)
     if kb_repo.teardown_reserved(conn, kb.collection_name):
         raise ConflictError("This collection is being torn down; uploads to it are refused.")
     # Last: it counts the upload, and the transaction that writes the row keeps or drops the count.
-    admit_upload(conn, p, kb, settings)
+    admit_upload(conn, p, kb, settings, documents)
     return kb, IngestionConfig.model_validate(kb.ingestion_config)
+
+
+def documents_in(kind: FileKind, data: bytes, settings: Settings) -> int:
+    """How many documents an upload becomes: itself, and for an archive each member it unpacks (R-ARC-2)."""
+    if kind.family != "archive":
+        return 1
+    members = check_archive(data, kind, ParseBudget.from_settings(settings))
+    return 1 + sum(1 for m in members if m.kind is not None and m.skipped_reason is None)
 
 
 def _validate_override(kb: KnowledgeBase, config: IngestionConfig, override: dict[str, Any] | None) -> None:
@@ -151,11 +159,13 @@ def accept_direct_upload(
 ) -> Accepted:
     if len(data) > settings.max_upload_bytes:
         raise _ceiling_error(settings)
-    kind = _kb_kind(sniff(data, filename))
-    if kind.family == "archive":
-        check_archive(data, kind, ParseBudget.from_settings(settings))
     with uow() as conn:
-        kb, config = _check_writable(conn, p, kb_id, settings)
+        # Access first: reading the bytes (an archive is walked whole) is work done only for a writer.
+        resolve_base(conn, p, kb_id, write=True)
+    kind = _kb_kind(sniff(data, filename))
+    documents = documents_in(kind, data, settings)
+    with uow() as conn:
+        kb, config = _check_writable(conn, p, kb_id, settings, documents)
         _validate_override(kb, config, fields.ingestion)
         key = rag_key(kb.collection_name, filename)
         doc = _new_row(conn, p, kb, filename, key, fields, len(data), kind)

@@ -18,7 +18,7 @@ from psycopg.rows import dict_row
 
 from sluice import aws
 from sluice.access.bases import CreateKnowledgeBase, create_base
-from sluice.access.pools import indexing_paused
+from sluice.access.pools import admit_upload, indexing_paused
 from sluice.config import Settings, reset_settings
 from sluice.db.connection import close_pool, transaction
 from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError, SluiceError, ValidationError
@@ -164,6 +164,25 @@ def test_the_limits_are_per_user_and_organization_bases_are_not_throttled(wide_p
     # and an organization's curated base takes bulk uploads
     org_base = new_base(scope="org")
     assert upload_concurrently(settings(), org_base.id) == Counter({"accepted": CONCURRENT})
+
+
+def test_an_upload_of_several_documents_is_counted_as_that_many(wide_pool):
+    kb = new_base()
+    # an archive of eleven documents never fits a minute of ten: refused, not told to wait
+    with transaction() as conn, pytest.raises(ValidationError) as err:
+        admit_upload(conn, OWNER, kb, settings(), documents=11)
+    assert "at most 10 may be uploaded a minute" in err.value.details["fields"]["file"]
+    # seven now, and four more must wait for the first of them to leave the minute
+    with transaction() as conn:
+        admit_upload(conn, OWNER, kb, settings(), documents=7)
+    with transaction() as conn, pytest.raises(RateLimitError) as err:
+        admit_upload(conn, OWNER, kb, settings(), documents=4)
+    assert 1 <= err.value.details["retry_after"] <= 60
+    with transaction() as conn:
+        admit_upload(conn, OWNER, kb, settings(), documents=3)
+    with psycopg.connect(wide_pool, row_factory=dict_row) as c:
+        n = c.execute("SELECT count(*) AS n FROM upload_events WHERE user_id = %s", (OWNER.user_id,)).fetchone()["n"]
+    assert n == 10
 
 
 def test_the_kill_switch_refuses_uploads_with_503(wide_pool):

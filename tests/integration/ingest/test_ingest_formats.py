@@ -12,9 +12,11 @@ import pytest
 
 from sluice.db import documents as doc_repo
 from sluice.db.connection import transaction
+from sluice.errors import DocCapReachedError
 from sluice.parsing import SUPPORTED_EXTENSIONS
-from sluice.storage import stage_key
+from sluice.storage import rag_key, stage_key
 from tests.conftest import CORPUS
+from tests.integration.ingest.conftest import paragraphs
 
 TEXT = "The on-call engineer rotates the signing keys every ninety days.\n"
 
@@ -124,3 +126,45 @@ def test_an_archive_becomes_one_document_per_supported_member(harness):
 
     listing = parsed_text(h.ctx.store, archive_row)
     assert "docs/policy.md" in listing and "img/logo.png (skipped:" in listing and "tool.exe (skipped:" in listing
+
+
+def _zip_of_notes(n: int) -> bytes:
+    return zip_bytes({f"notes/{i:02d}.txt": paragraphs(2, f"topic {i}") for i in range(n)})
+
+
+def test_an_archive_counts_each_member_against_the_private_pool_cap_at_upload(harness):
+    """Probed: a pool at its cap of 20 took one zip of 25 files and ended with 26 documents."""
+    h = harness
+    h.ctx.settings = h.ctx.settings.model_copy(update={"private_doc_cap": 5, "upload_rate_per_minute": 50})
+    h.upload("one.txt", paragraphs(2))
+
+    with pytest.raises(DocCapReachedError) as err:
+        h.upload("bundle.zip", _zip_of_notes(6))
+    # the archive and its six members would be seven; four fit
+    assert (err.value.details["room"], err.value.details["requested"]) == (4, 7)
+    assert "room for 4 more" in err.value.message
+    with transaction() as conn:
+        assert doc_repo.count_for_kb(conn, h.kb.id) == 1
+    assert h.keys("rag/") == [k for k in h.keys("rag/") if k.endswith("one.txt")]
+
+    h.upload("bundle.zip", _zip_of_notes(3))  # four documents: exactly what fits
+    with transaction() as conn:
+        assert doc_repo.count_for_kb(conn, h.kb.id) == 2  # the members are opened when it is unpacked
+
+
+def test_an_archive_unpacked_into_a_full_pool_fails_with_the_room_left(harness):
+    # A presigned archive is only read when it arrives: the cap is checked again at unpacking.
+    h = harness
+    h.ctx.settings = h.ctx.settings.model_copy(update={"private_doc_cap": 5})
+    with transaction() as conn:
+        doc = doc_repo.insert(conn, kb_id=h.kb.id, org_id=None, collection_name=h.kb.collection_name,
+                              filename="bundle.zip", storage_path=rag_key(h.kb.collection_name, "bundle.zip"),
+                              source="upload", uploaded_by="alice")
+    h.ctx.store.put(doc.storage_path, _zip_of_notes(6))
+    h.deliver(h.parse_message(doc.id))
+
+    failed = h.document(doc.id)
+    assert failed.status == "error"
+    assert "would add 6 documents" in failed.error_message and "room for 4 more" in failed.error_message
+    with transaction() as conn:
+        assert doc_repo.count_for_kb(conn, h.kb.id) == 1
