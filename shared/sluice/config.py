@@ -45,6 +45,10 @@ class Settings(BaseSettings):
 
     # Embedding
     embed_batch_size: int = Field(64, alias="EMBED_BATCH_SIZE")
+    # Chunks one document may become, whatever its chunking settings: each is embedded and
+    # billed to the base's key. The parse budget (5,000,000 characters) at the bundled model's
+    # chunk size (635, overlap 51) is about 8,600.
+    max_chunks_per_document: int = Field(10_000, alias="MAX_CHUNKS_PER_DOCUMENT")
     # Host names and CIDR ranges a base's embedding_base_url may reach although they are not
     # public (a self-hosted Ollama in the VPC): sluice.embedding.endpoints.
     embedding_allowed_endpoints: str = Field("", alias="EMBEDDING_ALLOWED_ENDPOINTS")

@@ -135,6 +135,12 @@ class SparseDocumentError(DocumentRefused):
     code = "DOCUMENT_TOO_SPARSE"
 
 
+class TooManyChunksError(DocumentRefused):
+    """A document whose settings would split it into more chunks than one document may have."""
+
+    code = "TOO_MANY_CHUNKS"
+
+
 class StoredFileMissingError(DocumentRefused):
     """The object a document was to be read from is not in storage (any more)."""
 

@@ -28,9 +28,15 @@ DEFAULT_CHUNK_SIZE = 2500
 DEFAULT_CHUNK_OVERLAP = 200
 
 # Below a sentence or two a chunk carries too little context to be found by a
-# search, and a tiny size turns one document into a row per word: at 100 a
-# 5 MB text (the parse budget) is still at most ~50,000 chunks.
+# search, and a tiny size turns one document into a row per word.
 MIN_CHUNK_SIZE = 100
+
+# The overlap is at most this share of the size. Each chunk advances by size - overlap,
+# so an overlap just under the size (100/99) turned a 129 KB text into 19,974 chunks,
+# each one embedded and paid for; at most half, a chunk advances at least size / 2 and a
+# document makes at most about 2 x its length / size chunks. The count is bounded again,
+# whatever the settings, by MAX_CHUNKS_PER_DOCUMENT (sluice.config) in the chunk stage.
+MAX_OVERLAP_SHARE = 0.5
 
 # Measured with the all-MiniLM-L6-v2 WordPiece tokenizer on real English:
 # scifact (7.8 M chars of scientific abstracts) averages 4.48 chars a word
@@ -149,11 +155,12 @@ class IngestionOverride(_ChunkingSettings):
 
 
 def _check_pair(size: int, overlap: int, *, derived: bool) -> None:
-    if overlap >= size:
+    if overlap > size * MAX_OVERLAP_SHARE:
         where = ", the most the collection's embedding model reads whole" if derived else ""
         raise PydanticCustomError(
             _PAIR_RULE,
-            "Chunk overlap ({overlap}) must be smaller than chunk size ({size}{where}).",
+            "Chunk overlap ({overlap}) must be at most half the chunk size ({size}{where}); a larger overlap "
+            "repeats most of every chunk in the next one.",
             {"overlap": overlap, "size": size, "where": where},
         )
 

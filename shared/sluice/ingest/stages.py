@@ -34,6 +34,7 @@ from sluice.errors import (
     FileTooLargeError,
     SparseDocumentError,
     StoredFileMissingError,
+    TooManyChunksError,
 )
 from sluice.ingest.events import ObjectEvent, ParseJob
 from sluice.ingest.failures import dead_letter_summary, failure_summary, is_refusal
@@ -369,6 +370,12 @@ def chunk_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
         if not chunks:
             raise SparseDocumentError(
                 f"Document is too sparse to index ({artifact.get('word_count', 0)} words)"
+            )
+        if len(chunks) > ctx.settings.max_chunks_per_document:
+            raise TooManyChunksError(
+                f"This document would be split into {len(chunks):,} chunks, more than the "
+                f"{ctx.settings.max_chunks_per_document:,} one document may have; raise the chunk size "
+                f"(now {plan.chunk_size}) or split the document."
             )
     except StaleEvent:
         return

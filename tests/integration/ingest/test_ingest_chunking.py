@@ -57,3 +57,15 @@ def test_embedding_reports_n_of_m(harness):
     assert seen[0] == "embedding"
     assert seen[1:] == [f"embedding {n}/{batches}" for n in range(1, batches)]
     assert doc.stage == "done"
+
+
+def test_a_document_over_the_chunk_bound_fails_before_anything_is_embedded(harness):
+    h = harness
+    h.ctx.settings = h.ctx.settings.model_copy(update={"max_chunks_per_document": 5})
+    doc_id = h.upload("many.txt", paragraphs(40), ingestion={"chunk_size": 100, "chunk_overlap": 0})
+    h.run_pipeline(doc_id)
+    doc = h.document(doc_id)
+    assert doc.status == "error" and doc.stage == "chunking"
+    assert "more than the 5 one document may have" in doc.error_message
+    assert "raise the chunk size (now 100)" in doc.error_message
+    assert h.embedder.calls == 0 and h.chunk_count(doc_id) == 0

@@ -216,3 +216,16 @@ def test_a_plan_that_breaks_the_splitters_rules_cannot_be_built():
         ChunkingPlan("recursive", 100, 100)
     with pytest.raises(ValueError):
         ChunkingPlan("semantic", 100, 10)
+
+
+def test_an_overlap_over_half_the_size_is_refused_both_ways():
+    # Probed: 100 / 99 turned a 129 KB text into 19,974 chunks, each embedded on the base's key.
+    error = refusal(merge_override, IngestionConfig(), {"chunk_size": 100, "chunk_overlap": 99},
+                    max_input_tokens=LARGE)
+    assert error.status == 400 and set(error.details["fields"]) == PAIR
+    assert "at most half the chunk size (100)" in error.details["fields"][OVERLAP]
+    error = refusal(validate_collection_config, {"chunk_size": 1000, "chunk_overlap": 501}, max_input_tokens=LARGE)
+    assert error.status == 422 and set(error.details["fields"]) == PAIR
+    # exactly half is the most allowed
+    assert merge_override(IngestionConfig(), {"chunk_size": 100, "chunk_overlap": 50},
+                          max_input_tokens=LARGE) == ChunkingPlan("recursive", 100, 50)
