@@ -16,7 +16,8 @@ class Settings(BaseSettings):
     # Storage
     bucket_name: str = Field("sluice-local", alias="SLUICE_BUCKET")
     kms_key_id: str = Field("", alias="SLUICE_KMS_KEY_ID")
-    presign_expires_seconds: int = Field(900, alias="PRESIGN_EXPIRES_SECONDS")
+    # Long enough to start a 50 MB upload; the fields can be replayed until then, so no longer.
+    presign_expires_seconds: int = Field(300, alias="PRESIGN_EXPIRES_SECONDS")
     download_url_expires_seconds: int = Field(300, alias="DOWNLOAD_URL_EXPIRES_SECONDS")
     # Where a retry sends its parse job (the stage queue S3 events arrive on)
     ingest_queue_url: str = Field("", alias="INGEST_QUEUE_URL")

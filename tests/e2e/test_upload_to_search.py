@@ -60,7 +60,8 @@ def test_presigned_pdf_is_encrypted_indexed_and_found(runtime, client_for):
 
     # AND the stored object is SSE-KMS under the configured key, at rag/<collection>/<uuid>_<name>
     s3 = boto3.client("s3", endpoint_url=runtime.moto_url, region_name="us-east-1")
-    key = upload["fields"]["key"]
+    assert upload["fields"]["key"] == f"incoming/{body['id']}/testPDF.pdf"  # moved to its key on arrival
+    key = doc["storage_path"]
     assert key.startswith(f"rag/{kb['collection_name']}/") and key.endswith("_testPDF.pdf")
     head = s3.head_object(Bucket=runtime.bucket, Key=key)
     assert head["ServerSideEncryption"] == "aws:kms"

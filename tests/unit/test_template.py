@@ -52,6 +52,9 @@ def test_bucket_is_kms_encrypted_private_and_tls_only(raw):
     assert denies["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     assert denies["DenyPutsWithoutKms"]["Condition"] == {
         "StringNotEquals": {"s3:x-amz-server-side-encryption": "aws:kms"}}
+    # and with this deployment's key, not merely any KMS key
+    assert denies["DenyPutsWithAnotherKey"]["Condition"] == {"StringNotEqualsIfExists": {
+        "s3:x-amz-server-side-encryption-aws-kms-key-id": {"Fn::GetAtt": ["DocumentsKey", "Arn"]}}}
     assert raw["Resources"]["DocumentsKey"]["Properties"]["EnableKeyRotation"] is True
 
 
@@ -102,3 +105,96 @@ def test_locally_the_environment_overrides_stack_parameters_but_not_resources():
     env = function_environment(t, resolve, shell)
     assert env["EMBEDDING_ALLOWED_ENDPOINTS"] == "localhost" and env["MAX_UPLOAD_SIZE_MB"] == "5"
     assert env["SLUICE_BUCKET"] == defaults["SLUICE_BUCKET"] != "elsewhere"
+
+
+# Actions no IAM resource type can scope: allowed on "*" only where listed here, with why.
+UNSCOPABLE_ACTIONS = {
+    "bedrock:Rerank",  # no resource type; the rerank model itself is scoped by bedrock:InvokeModel
+}
+
+
+def _allow_statements(raw, policies):
+    """Every Allow statement a function's Policies grant: inline, under an !If, or in a managed policy."""
+    out = []
+    for policy in policies:
+        if isinstance(policy, dict) and "Fn::If" in policy:
+            out += _allow_statements(raw, [p for p in policy["Fn::If"][1:] if p != {"Ref": "AWS::NoValue"}])
+        elif isinstance(policy, dict) and "Ref" in policy:
+            managed = raw["Resources"][policy["Ref"]]
+            assert managed["Type"] == "AWS::IAM::ManagedPolicy", policy
+            out += managed["Properties"]["PolicyDocument"]["Statement"]
+        elif isinstance(policy, dict) and "Statement" in policy:
+            out += policy["Statement"]
+        else:
+            assert isinstance(policy, dict) and len(policy) == 1, policy  # a SAM policy template
+            out.append({"Effect": "Allow", "Template": next(iter(policy))})
+    return [s for s in out if s.get("Effect") == "Allow"]
+
+
+def test_no_function_may_act_on_every_resource(raw):
+    functions = {n: r for n, r in raw["Resources"].items() if r["Type"] == "AWS::Serverless::Function"}
+    assert len(functions) >= 9
+    checked = 0
+    for name, fn in functions.items():
+        for statement in _allow_statements(raw, fn["Properties"].get("Policies", [])):
+            if "Template" in statement:
+                # the SAM templates kept are scoped by their parameters, and none is a CRUD-all
+                assert statement["Template"] in {"SSMParameterReadPolicy", "SQSSendMessagePolicy"}, name
+                continue
+            checked += 1
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if "*" in resources:
+                assert set(actions) <= UNSCOPABLE_ACTIONS, (name, actions)
+            assert not any(a.endswith(":*") or a == "*" for a in actions), (name, actions)
+    assert checked > 20
+
+
+def test_secrets_are_read_only_when_sluice_binds_them(raw):
+    # An embedding key (or the reranker's) carries sluice:provider; the database secret is named by ARN.
+    for name in ("EmbeddingProvidersPolicy",):
+        for statement in raw["Resources"][name]["Properties"]["PolicyDocument"]["Statement"]:
+            if statement["Action"] == "secretsmanager:GetSecretValue":
+                assert statement["Condition"] == {"Null": {"secretsmanager:ResourceTag/sluice:provider": "false"}}
+    kb_statements = _allow_statements(raw, raw["Resources"]["KbFunction"]["Properties"]["Policies"])
+    kb_actions = {a for s in kb_statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert kb_actions == {"secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"}
+    db = raw["Resources"]["DatabaseSecretReadPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert db[0]["Resource"]["Fn::If"][1] == {"Ref": "DatabaseSecretArn"}
+
+
+def test_every_function_that_opens_the_database_may_read_its_secret(raw):
+    # Every handler reaches the database (sluice.db.connection); with DatabaseSecretArn that is a secret read.
+    for name, fn in raw["Resources"].items():
+        if fn["Type"] != "AWS::Serverless::Function":
+            continue
+        source = (ROOT / fn["Properties"]["CodeUri"] / "app.py").read_text()
+        assert "transaction" in source or "stage_context" in source or "database_url" in source, name
+        assert {"Ref": "DatabaseSecretReadPolicy"} in fn["Properties"]["Policies"], name
+
+
+def test_traces_carry_no_responses_or_error_messages(raw):
+    env = raw["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
+    assert env["POWERTOOLS_TRACER_CAPTURE_ERROR"] == "false"
+    for name, fn in raw["Resources"].items():
+        if fn["Type"] == "AWS::Serverless::Function":
+            own = (fn["Properties"].get("Environment") or {}).get("Variables", {})
+            assert "POWERTOOLS_TRACER_CAPTURE_RESPONSE" not in own, name
+
+
+def test_the_token_issuer_has_no_default_and_must_be_https(raw):
+    issuer = raw["Parameters"]["JwtIssuer"]
+    assert "Default" not in issuer and "Default" not in raw["Parameters"]["JwtAudience"]
+    import re
+
+    pattern = re.compile(issuer["AllowedPattern"])
+    assert pattern.fullmatch("https://tenant.eu.auth0.com/") and pattern.fullmatch("https://cognito-idp.x/pool")
+    assert not pattern.fullmatch("http://tenant.auth0.com/") and not pattern.fullmatch("")
+
+
+def test_the_api_is_throttled_and_logged(raw):
+    api = raw["Resources"]["HttpApi"]["Properties"]
+    assert set(api["DefaultRouteSettings"]) == {"ThrottlingRateLimit", "ThrottlingBurstLimit"}
+    assert api["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["HttpApiAccessLogs", "Arn"]}
+    assert "querystring" not in api["AccessLogSettings"]["Format"].lower()

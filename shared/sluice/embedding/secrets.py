@@ -69,7 +69,10 @@ class SecretsManagerKeyVault:
     decide who may bind it. A secret scheduled for deletion is not held.
     """
 
-    _ABSENT = frozenset({"ResourceNotFoundException", "InvalidParameterException", "ValidationException"})
+    # AccessDenied: the deployment's role may describe only secrets tagged sluice:provider (template.yaml),
+    # so an untagged secret, nobody's to lend, is refused like an absent one.
+    _ABSENT = frozenset({"ResourceNotFoundException", "InvalidParameterException", "ValidationException",
+                         "AccessDeniedException"})
 
     def __init__(self, client: Any) -> None:
         self._client = client

@@ -41,7 +41,15 @@ from sluice.ingest.failures import dead_letter_summary, failure_summary, is_refu
 from sluice.ingest.uploads import UnitOfWork, _kb_kind
 from sluice.parsing import ParseBudget, check_archive, extract_isolated, iter_archive_members, sniff
 from sluice.parsing.archives import member_source_path
-from sluice.storage import ObjectStore, content_key, inbox_kb_id, parse_stage_key, rag_key, stage_key
+from sluice.storage import (
+    ObjectStore,
+    content_key,
+    inbox_kb_id,
+    incoming_document_id,
+    parse_stage_key,
+    rag_key,
+    stage_key,
+)
 from sluice.vectors import store as vector_store
 from sluice.vectors.store import ChunkRow
 
@@ -117,8 +125,35 @@ def on_ingest_item(ctx: StageContext, item: ObjectEvent | ParseJob) -> None:
         parse_document(ctx, item.document_id, item.attempt)
     elif item.key.startswith("inbox/"):
         on_inbox_event(ctx, item)
+    elif item.key.startswith("incoming/"):
+        if item.created:
+            on_upload_arrived(ctx, item.key)
     elif item.created:
         on_object_created(ctx, item.key)
+
+
+def on_upload_arrived(ctx: StageContext, key: str) -> None:
+    """A presigned POST landed: the first arrival becomes the document's stored original.
+
+    The POST's fields stay valid until they expire, so the same upload can arrive
+    again, even after indexing. Only an arrival for a document still waiting for
+    its file is moved to the storage key (whose own event then parses it); any
+    other is deleted, so what is served and re-read is always what was indexed.
+    """
+    doc_id = incoming_document_id(key)
+    with ctx.uow() as conn:
+        doc = doc_repo.get(conn, doc_id) if doc_id is not None else None
+    arrived = ctx.store.head(key)
+    if arrived is None:
+        return  # a redelivery of an arrival already handled
+    if doc is None or doc.storage_path is None or not _awaits_file(ctx, doc, doc.storage_path):
+        log.warning("deleting an upload no document awaits", extra={"document_id": str(doc_id)})
+    elif arrived.size > ctx.settings.max_upload_bytes:
+        # S3 enforces the POST policy's size range; a store that does not (moto) is caught here.
+        fail_document(ctx, doc.id, 1, "queued", _too_large(ctx.settings))
+    else:
+        ctx.store.copy(key, doc.storage_path, metadata={"document-id": str(doc.id)})
+    ctx.store.delete(key)
 
 
 def on_object_created(ctx: StageContext, key: str) -> None:
@@ -154,15 +189,24 @@ def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
             ctx.store.delete(doc.storage_path)
 
 
+def _awaits_file(ctx: StageContext, doc: Document, storage_path: str) -> bool:
+    """Whether a document is still waiting for its presigned upload to arrive."""
+    return (doc.status == "processing" and doc.attempt == 1 and doc.stage == "queued"
+            and ctx.store.head(storage_path) is None)
+
+
+def _too_large(settings: Settings) -> FileTooLargeError:
+    return FileTooLargeError(
+        f"The file is larger than the {settings.max_upload_size_mb} MB limit for knowledge-base documents."
+    )
+
+
 def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     if doc.storage_path is None:
         raise StoredFileMissingError("The document has no stored file to read; upload it again.")
     data, size = ctx.store.get_limited(doc.storage_path, ctx.settings.max_upload_bytes)
     if size > ctx.settings.max_upload_bytes:
-        raise FileTooLargeError(
-            f"The file is larger than the {ctx.settings.max_upload_size_mb} MB limit "
-            "for knowledge-base documents."
-        )
+        raise _too_large(ctx.settings)
     kind = _kb_kind(sniff(data, doc.filename))
     with ctx.uow() as conn:
         if not doc_repo.update(conn, doc.id, expect_attempt=attempt, filetype=kind.mime, filesize=size,
@@ -536,6 +580,9 @@ def _dead_letter_target(ctx: StageContext, item: ObjectEvent | ParseJob) -> tupl
         return ref.document_id, ref.attempt
     if not item.created:
         return None
+    arrived_for = incoming_document_id(item.key)
+    if arrived_for is not None:
+        return arrived_for, 1
     with ctx.uow() as conn:
         if item.key.startswith("inbox/"):
             kb_id = inbox_kb_id(item.key)

@@ -30,7 +30,7 @@ from sluice.embedding import find_model
 from sluice.errors import ConflictError, FileTooLargeError, UnsupportedTypeError
 from sluice.identity import Principal
 from sluice.parsing import SUPPORTED_EXTENSIONS, FileKind, ParseBudget, check_archive, sniff
-from sluice.storage import ObjectStore, rag_key, safe_filename
+from sluice.storage import ObjectStore, incoming_key, rag_key, safe_filename
 
 log = logging.getLogger("sluice.ingest")
 
@@ -192,7 +192,7 @@ def accept_presigned_upload(
         doc = _new_row(conn, p, kb, req.filename, key, req, req.size, None)
     try:
         upload = store.presigned_post(
-            key,
+            incoming_key(doc.id, req.filename),
             max_bytes=settings.max_upload_bytes,
             expires_in=settings.presign_expires_seconds,
             metadata={"document-id": str(doc.id)},

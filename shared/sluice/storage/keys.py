@@ -43,6 +43,27 @@ def chat_key(user_id: str, filename: str, object_id: uuid.UUID | None = None) ->
     return f"chat/{safe_filename(user_id)}/{object_id or uuid.uuid4()}_{safe_filename(filename)}"
 
 
+def incoming_key(document_id: uuid.UUID, filename: str) -> str:
+    """``incoming/<doc>/<safe name>``: where a presigned POST lands before the parse stage takes it.
+
+    The POST's fields can be sent again until they expire; landing apart from the
+    stored original means a second POST never replaces what was indexed (the
+    stage moves only the first arrival to the document's storage key).
+    """
+    return f"incoming/{document_id}/{safe_filename(filename)}"
+
+
+def incoming_document_id(key: str) -> uuid.UUID | None:
+    """The document an ``incoming/<doc>/<name>`` object was uploaded for, or None."""
+    parts = key.split("/", 2)
+    if len(parts) < 3 or parts[0] != "incoming" or not parts[2]:
+        return None
+    try:
+        return uuid.UUID(parts[1])
+    except ValueError:
+        return None
+
+
 def collection_prefix(collection: str) -> str:
     return f"rag/{collection}/"
 

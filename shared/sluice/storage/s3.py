@@ -65,6 +65,13 @@ class ObjectStore:
             raise
         return True
 
+    def copy(self, source: str, key: str, *, metadata: dict[str, str] | None = None) -> None:
+        """A server-side copy within the bucket, written under SSE-KMS like every other write."""
+        self._s3.copy_object(
+            Bucket=self.bucket, Key=key, CopySource={"Bucket": self.bucket, "Key": source},
+            MetadataDirective="REPLACE", Metadata=metadata or {}, **self._sse(),
+        )
+
     def _get_object(self, key: str) -> Any:
         try:
             return self._s3.get_object(Bucket=self.bucket, Key=key)
