@@ -7,9 +7,10 @@ AWS Lambda has no ``/dev/shm``, so ``multiprocessing`` queues and pools (which
 need POSIX semaphores) do not work there, while plain pipes do, and a fresh
 interpreter is safe to start from a parent that runs threads (fork is not).
 
-The child limits its own address space (RLIMIT_AS) before it reads a byte. The
-parent waits ``timeout_seconds`` and then kills the child's whole process group
-(a LibreOffice conversion runs under it). The child answers in JSON — never a
+The child sees an allow-listed environment (no credentials, no database URL) and
+limits its own address space, file size and process count before it reads a
+byte. The parent waits ``timeout_seconds`` and then kills the child's whole
+process group (a LibreOffice conversion runs in it, never in a group of its own). The child answers in JSON — never a
 pickle, which would let a parser exploited in the child run code in the parent —
 and a refusal comes back as the same DocumentRefused class with the same message.
 """
@@ -37,6 +38,14 @@ from sluice.parsing.kinds import FileKind
 log = logging.getLogger(__name__)
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+# The child's whole environment (plus PYTHONPATH): see child_environment.
+_CHILD_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "HOME")
+# The most one file the child writes may hold (soffice's converted text and its profile): far above
+# any legitimate conversion of a 50 MB upload, far below the 2 GB of a Lambda's /tmp.
+CHILD_MAX_FILE_BYTES = 256 * 1024 * 1024
+# Processes the child's user may start beyond those it already has: soffice is a launcher and one
+# office process; a parser that forks in a loop meets this instead of the machine's process table.
+CHILD_EXTRA_PROCESSES = 16
 _CRASH_SENTENCE = "This document could not be read: the reader stopped unexpectedly on it."
 _STDERR_TAIL = 4000
 
@@ -54,8 +63,7 @@ def _refusal_classes() -> dict[str, type[DocumentRefused]]:
 
 def extract_isolated(data: bytes, kind: FileKind, budget: ParseBudget) -> ParsedDocument:
     header = json.dumps({"kind": asdict(kind), "budget": asdict(budget)}).encode() + b"\n"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+    env = child_environment()
     with tempfile.TemporaryFile() as stderr:
         child = subprocess.Popen(
             child_command(),
@@ -82,6 +90,20 @@ def extract_isolated(data: bytes, kind: FileKind, budget: ParseBudget) -> Parsed
         stderr.seek(max(0, stderr.tell() - _STDERR_TAIL))
         tail = stderr.read().decode("utf-8", "replace")
     return _answer(child.returncode, out, tail, budget)
+
+
+def child_environment() -> dict[str, str]:
+    """What the child may see of this process's environment: how to run, never what to reach.
+
+    The child reads files anyone may upload; if one exploits a parser, it must
+    find no AWS credentials, database URL or key in its environment. It gets
+    the interpreter's search path (so the same packages and layers load), the
+    locale, and the places to find programs and libraries (``soffice``).
+    """
+    env = {name: os.environ[name] for name in _CHILD_VARIABLES if name in os.environ}
+    paths = [_PACKAGE_ROOT] + [p for p in sys.path if p and os.path.isdir(p)]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
 
 
 def child_command() -> list[str]:
@@ -138,14 +160,43 @@ def _document_from(raw: dict[str, Any]) -> ParsedDocument:
     )
 
 
-def _limit_memory(memory_mb: int) -> None:
+def limit_resources(memory_mb: int) -> None:
+    """The child's own limits, set before it reads a byte: address space, file size, processes."""
     import resource
 
-    limit = memory_mb * 1024 * 1024
+    _set_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
+    _set_limit(resource.RLIMIT_FSIZE, CHILD_MAX_FILE_BYTES)
+    # RLIMIT_NPROC counts every process of the user, so it is set above those already running.
+    running = _processes_of_this_user()
+    if running is not None:
+        _set_limit(resource.RLIMIT_NPROC, running + CHILD_EXTRA_PROCESSES)
+
+
+def _set_limit(which: int, value: int) -> None:
+    import resource
+
+    _, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)  # a lower hard limit already in force wins
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ValueError, OSError) as exc:  # a lower hard limit already in force wins
-        log.info("could not set RLIMIT_AS: %s", exc)
+        resource.setrlimit(which, (value, value))
+    except (ValueError, OSError) as exc:
+        log.info("could not set resource limit %s: %s", which, exc)
+
+
+def _processes_of_this_user() -> int | None:
+    uid = os.getuid()
+    try:
+        entries = [e for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return None  # no /proc (macOS): the limit is left as it is
+    count = 0
+    for entry in entries:
+        try:
+            count += entry.stat().st_uid == uid
+        except OSError:
+            continue  # exited meanwhile
+    return count
 
 
 def _skip_optional_imports() -> None:
@@ -168,7 +219,7 @@ def _child_main() -> None:
     kind = FileKind(**header["kind"])
     data = raw[newline + 1 :]
     del raw
-    _limit_memory(budget.memory_mb)
+    limit_resources(budget.memory_mb)
     _skip_optional_imports()
     from sluice.parsing.extract import extract
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import signal
 import struct
 import subprocess
 import tempfile
@@ -71,17 +70,18 @@ def read_doc(data: bytes, budget: ParseBudget) -> ParsedDocument:
         ]
         # Leave a little of the parse budget for reading the result.
         timeout = max(budget.timeout_seconds - 5, 5)
+        # In the parse child's own process group, never one of its own: whoever kills the child's
+        # group (its parent, at the parse timeout) kills LibreOffice with it.
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "HOME": work},
+        )
         try:
-            process = subprocess.Popen(
-                command,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                env={**os.environ, "HOME": work},
-                start_new_session=True,
-            )
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            process.kill()
             process.wait()
             raise ParseTimeoutError(
                 f"Converting this .doc file took longer than {timeout} seconds, the limit for one file."

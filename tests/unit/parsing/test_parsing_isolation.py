@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -69,3 +70,35 @@ def test_a_document_that_needs_more_memory_than_allowed_fails_with_that_reason()
 def test_an_unsupported_file_never_reaches_a_child() -> None:
     with pytest.raises(UnsupportedTypeError):
         sniff(b"MZ\x00\x00" * 100, "setup.pdf")
+
+
+def test_the_child_sees_no_credentials_or_database_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-key")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "session-token")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u:p@db/sluice")
+    monkeypatch.setenv("SLUICE_DEV_JWT_SECRET", "jwt")
+    tell = ("import json, os, sys; sys.stdin.buffer.read(); names = json.dumps(sorted(os.environ)); "
+            "sys.stdout.write(json.dumps({'refused': {'class': 'ParseError', 'message': names}}))")
+    monkeypatch.setattr(isolation, "child_command", lambda: [sys.executable, "-c", tell])
+    with pytest.raises(ParseError) as caught:
+        extract_isolated(b"hello", sniff(b"hello", "a.txt"), budget())
+    seen = set(json.loads(caught.value.message))
+    assert "PYTHONPATH" in seen and "PATH" in seen
+    assert not seen & {"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "DATABASE_URL", "SLUICE_DEV_JWT_SECRET"}
+    assert seen <= set(isolation._CHILD_VARIABLES) | {"PYTHONPATH"}
+
+
+def test_the_child_limits_its_file_size_and_processes() -> None:
+    import subprocess
+
+    script = ("import resource; from sluice.parsing.isolation import limit_resources; limit_resources(512); "
+              "print(resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_FSIZE)[0], "
+              "resource.getrlimit(resource.RLIMIT_NPROC)[0])")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         env=isolation.child_environment()).stdout.split()
+    address_space, file_size, processes = (int(v) for v in out)
+    assert address_space == 512 * 1024 * 1024
+    assert file_size == isolation.CHILD_MAX_FILE_BYTES
+    running = isolation._processes_of_this_user()
+    assert running is not None and 0 < processes - running <= isolation.CHILD_EXTRA_PROCESSES + 5
+
