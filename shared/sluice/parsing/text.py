@@ -290,16 +290,50 @@ def html_encoding(data: bytes) -> str | None:
 
 # Browsers end a script at "</script" followed by a space, "/" or ">"; html.parser (3.11)
 # waits for an exact "</script>", and would swallow the rest of the page as script.
-_LOOSE_RAW_END = re.compile(r"</(script|style)\b[^>]*>", re.IGNORECASE)
+_RAW_END_START = re.compile(r"</(script|style)\b", re.IGNORECASE)
+
+
+def close_raw_ends(decoded: str) -> str:
+    """Each ``</script …>`` (or ``</style …>``) as the exact end tag html.parser waits for.
+
+    One pass: a regex with ``[^>]*>`` retried from every ``</script`` of a page
+    that has no ``>`` after them scans to the end each time, which for a
+    megabyte of such fragments held a parse worker until its timeout.
+    """
+    out: list[str] = []
+    pos = 0
+    for match in _RAW_END_START.finditer(decoded):
+        if match.start() < pos:
+            continue  # inside a tag already rewritten
+        close = decoded.find(">", match.end())
+        if close < 0:
+            break  # no ">" after this one, so none after any later one either
+        out += (decoded[pos:match.start()], f"</{match.group(1)}>")
+        pos = close + 1
+    out.append(decoded[pos:])
+    return "".join(out)
+
+
+def escape_unclosed_tail(decoded: str) -> str:
+    """The text after the last ``>`` with its ``<`` escaped: no markup can end there.
+
+    html.parser, at the end of input, retries every ``<`` it could not close by
+    searching the rest of the input for a ``>`` (a comment, an end tag, a
+    declaration), so a tail of many such openings costs time quadratic in its
+    length. A browser shows that tail as text; so does this, in one pass.
+    """
+    last = decoded.rfind(">")
+    tail = decoded[last + 1:]
+    return decoded if "<" not in tail else decoded[:last + 1] + tail.replace("<", "&lt;")
 
 
 def html_text(decoded: str, text: TextBudget) -> None:
-    decoded = _LOOSE_RAW_END.sub(r"</\1>", decoded)
+    decoded = escape_unclosed_tail(close_raw_ends(decoded))
     parser = _HtmlText(text)
     try:
-        step = 1 << 16
-        for start in range(0, len(decoded), step):
-            parser.feed(decoded[start : start + step])
+        # One feed: html.parser re-scans an unfinished tag from its start on every feed, so a
+        # page of one huge tag fed in pieces costs its length times the number of pieces.
+        parser.feed(decoded)
         parser.close()
         parser.flush()
     except _Stop:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import random
+import time
 import zipfile
 from pathlib import Path
 
@@ -161,6 +162,23 @@ def test_html_keeps_readable_text_and_drops_script_and_style() -> None:
     <script>var secret = 1;</script></head><body><h1>Heading</h1><p>One &amp; two</p>
     <table><tr><td>a</td><td>b</td></tr></table><script>alert(1)</script></body></html>"""
     assert read(page, "a.html").text.splitlines() == ["Page title", "Heading", "One & two", "a\tb"]
+
+
+def test_html_loose_end_tags_and_an_unclosed_tail_read_as_a_browser_would() -> None:
+    page = b"<p>before</p><script>hidden()</script  >\n<p>shown</p><style>p{}</STYLE\n><p>also</p>a < b <c"
+    assert read(page, "a.html").text.splitlines() == ["before", "shown", "also", "a < b <c"]
+
+
+@pytest.mark.parametrize("fragment", ["</script", "</", "<!--", "<a b='"])
+def test_html_made_of_unclosed_fragments_is_read_in_linear_time(fragment: str) -> None:
+    # Probed: about 1 MB of "</script" fragments held a parse worker until its timeout (the regex
+    # that loosened end tags rescanned the rest of the page from every fragment, and html.parser
+    # does the same for every unclosed opening at the end of its input). Linear, it takes well
+    # under a second here; quadratic, a minute and more. The bound is generous for a loaded machine.
+    page = (fragment * (1_000_000 // len(fragment))).encode()
+    started = time.perf_counter()
+    read(page, "bomb.html")
+    assert time.perf_counter() - started < 15
 
 
 def test_html_declared_charset_is_honoured() -> None:
