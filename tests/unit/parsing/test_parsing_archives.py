@@ -325,8 +325,66 @@ def test_an_office_file_with_a_dtd_in_a_part_is_refused() -> None:
         xml = archive.read("word/document.xml")
     hostile = xml.replace(b"?>", b'?>\n<!DOCTYPE w:document [<!ENTITY x SYSTEM "file:///etc/passwd">]>', 1)
     data = replace_zip_member(data, "word/document.xml", hostile)
-    with pytest.raises(ParseError, match="declares XML entities or a DTD"):
+    with pytest.raises(ParseError, match="'word/document.xml' names a DTD"):
         extract(data, sniff(data, "a.docx"), budget())
+
+
+_DOCTYPE = '<!DOCTYPE w:document [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+
+
+def _with_hostile_document(prolog_and_root: bytes, name: str = "word/document.xml") -> bytes:
+    from parsing_samples import replace_zip_member
+
+    data = docx_bytes(["hello"])
+    if name == "word/document.xml":
+        return replace_zip_member(data, name, prolog_and_root)
+    return docx_bytes(["hello"], extra_parts={name: prolog_and_root})
+
+
+@pytest.mark.parametrize("case", ["utf16", "utf32", "long_comment", "upper_case_name", "typed_part"])
+def test_the_dtd_check_reads_a_part_as_an_xml_parser_would(case: str) -> None:
+    # Probed: a UTF-16 part, a DOCTYPE after a comment longer than the bytes searched, and a
+    # part named .XML all passed a byte search that claimed to refuse every DTD.
+    root = '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>'
+    if case == "utf16":
+        data = _with_hostile_document(f'<?xml version="1.0" encoding="UTF-16"?>{_DOCTYPE}{root}'.encode("utf-16"))
+    elif case == "utf32":  # an encoding expat cannot read: searched whole after decoding
+        data = _with_hostile_document(f"{_DOCTYPE}{root}".encode("utf-32"))
+    elif case == "long_comment":
+        data = _with_hostile_document(f'<?xml version="1.0"?><!--{"x" * 200_000}-->{_DOCTYPE}{root}'.encode())
+    elif case == "upper_case_name":
+        data = _with_hostile_document(f"{_DOCTYPE}{root}".encode(), "customXml/ITEM1.XML")
+    else:  # an extension the package declares as XML, which the libraries parse as such
+        from parsing_samples import replace_zip_member
+
+        data = docx_bytes(["hello"], extra_parts={"word/extra.dat": f"{_DOCTYPE}{root}".encode()})
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            types = archive.read("[Content_Types].xml")
+        types = types.replace(b"</Types>", b'<Default Extension="dat" ContentType="application/xml"/></Types>')
+        data = replace_zip_member(data, "[Content_Types].xml", types)
+    with pytest.raises(ParseError, match="names a DTD|declares XML entities"):
+        extract(data, sniff(data, "a.docx"), budget())
+
+
+def test_an_svg_picture_with_a_doctype_is_not_a_part_the_libraries_parse() -> None:
+    svg = (b'<?xml version="1.0"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" '
+           b'"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd"><svg xmlns="http://www.w3.org/2000/svg"/>')
+    data = docx_bytes(["hello"], extra_parts={"word/media/image1.svg": svg})
+    assert "hello" in extract(data, sniff(data, "a.docx"), budget()).text
+
+
+def test_an_odf_part_may_name_a_dtd_but_never_declare_entities() -> None:
+    from parsing_samples import odt_bytes, replace_zip_member
+
+    data = odt_bytes(["hello"])
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        content = archive.read("content.xml")
+    named = content.replace(b"?>", b'?><!DOCTYPE office:document-content SYSTEM "office.dtd">', 1)
+    assert "hello" in extract(replace_zip_member(data, "content.xml", named), sniff(data, "a.odt"), budget()).text
+    declared = content.replace(b"?>", b'?><!DOCTYPE d [<!ENTITY a "aaaa">]>', 1)
+    hostile = replace_zip_member(data, "content.xml", declared)
+    with pytest.raises(ParseError, match="declares XML entities"):
+        extract(hostile, sniff(hostile, "a.odt"), budget())
 
 
 def test_a_member_name_that_is_not_utf8_is_listed_with_replacement_characters() -> None:
