@@ -34,6 +34,9 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[[str], list[str]]
 
 NOT_HTTP = "Must be an http(s) URL such as https://api.openai.com/v1."
+# A user name or password in the URL would be sent to the endpoint with every request, and
+# "https://api.openai.com@10.0.0.7/" reads as one host while connecting to another.
+NO_USERINFO = "Must not carry a user name or password; a base's key is named by embedding_secret_id."
 # One answer for "private" and "does not resolve": the API must not tell a caller which
 # internal names exist or where they point.
 NOT_PUBLIC = ("Must resolve to a public address. An endpoint on the deployment's own network "
@@ -65,7 +68,9 @@ class EndpointPolicy:
         return cls(frozenset(hosts), tuple(networks))
 
     def allows(self, address: IPAddress) -> bool:
-        return address.is_global or any(address in n for n in self.networks if n.version == address.version)
+        """Whether the policy allows ``address`` and every IPv4 address it carries inside it."""
+        return all(a.is_global or any(a in n for n in self.networks if n.version == a.version)
+                   for a in (address, *embedded_ipv4(address)))
 
 
 def deployment_policy() -> EndpointPolicy:
@@ -75,6 +80,30 @@ def deployment_policy() -> EndpointPolicy:
 
 def _normal_host(host: str) -> str:
     return host.strip().lower().rstrip(".")
+
+
+# NAT64 prefixes (RFC 6052 well-known, RFC 8215 local use): the last 32 bits are the IPv4 address
+# a NAT64 gateway connects to, so 64:ff9b::a9fe:a9fe reaches the instance metadata service.
+_NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+
+
+def embedded_ipv4(address: IPAddress) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address leads to: NAT64, 6to4, Teredo and IPv4-compatible forms.
+
+    Each is a way to name an internal IPv4 address with a global-looking IPv6 one.
+    """
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    found: list[ipaddress.IPv4Address] = []
+    if any(address in n for n in _NAT64):
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    if address.sixtofour is not None:
+        found.append(address.sixtofour)
+    if address.teredo is not None:
+        found.extend(address.teredo)
+    if 1 < int(address) < 1 << 32:  # ::a.b.c.d, the deprecated IPv4-compatible form (not :: or ::1)
+        found.append(ipaddress.IPv4Address(int(address)))
+    return found
 
 
 def _address(text: str) -> IPAddress:
@@ -117,6 +146,8 @@ def endpoint_problem(url: str, policy: EndpointPolicy, *, resolve: Resolver = re
     host = http_host(url)
     if host is None:
         return NOT_HTTP
+    if "@" in urlsplit(url).netloc:
+        return NO_USERINFO
     if host in policy.hosts:
         return None
     addresses = _addresses(host, resolve)

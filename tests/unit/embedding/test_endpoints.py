@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from sluice.embedding.endpoints import (
+    NO_USERINFO,
     NOT_HTTP,
     NOT_PUBLIC,
     EndpointNotAllowed,
@@ -24,6 +25,9 @@ NAMES = {
     "v6.example.com": ["2606:2800:21f:cb07:6820:80da:af6b:8b2c"],
     "v6-local.example.com": ["fd00::1"],
     "mapped.example.com": ["::ffff:169.254.169.254"],
+    "nat64.example.com": ["64:ff9b::a9fe:a9fe"],  # 169.254.169.254 through a NAT64 gateway
+    "sixtofour.example.com": ["2002:a00:1::1"],  # 6to4 of 10.0.0.1
+    "nat64-public.example.com": ["64:ff9b::5db8:d70e"],  # 93.184.215.14: public either way
 }
 
 
@@ -50,7 +54,6 @@ def test_public_endpoints_are_allowed(url):
     "http://127.0.0.1:9001/2018-06-01/runtime",  # the Lambda runtime API
     "http://localhost/v1", "http://[::1]/v1", "http://[::ffff:127.0.0.1]/v1", "http://0.0.0.0/v1",
     "http://10.0.0.1/v1", "http://172.16.5.4/v1", "http://192.168.1.1/v1", "http://100.64.0.1/v1",
-    "http://user@169.254.169.254/v1",  # userinfo does not hide the host
     "http://2852039166/v1",  # 169.254.169.254 written as one number
     "http://0x7f.1/v1",  # 127.0.0.1 in inet_aton shorthand
     "http://ollama.internal:11434/v1", "http://dual.example.com/v1", "http://v6-local.example.com/v1",
@@ -64,6 +67,28 @@ def test_internal_addresses_are_refused(url, monkeypatch):
         return fake_dns(host) if host in NAMES else endpoints.resolve_host(host)
 
     assert endpoint_problem(url, EndpointPolicy(), resolve=resolve) == NOT_PUBLIC
+
+
+@pytest.mark.parametrize("url", [
+    "http://[64:ff9b::a9fe:a9fe]/v1", "http://[64:ff9b:1::a00:1]/v1",  # NAT64, well-known and local prefixes
+    "http://[2002:a9fe:a9fe::1]/v1",  # 6to4 of the metadata address
+    "http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/v1",  # Teredo whose client is 10.0.0.1
+    "http://[::a9fe:a9fe]/v1", "http://[::7f00:1]/v1",  # IPv4-compatible ::169.254.169.254, ::127.0.0.1
+    "http://nat64.example.com/v1", "http://sixtofour.example.com/v1",
+])
+def test_ipv6_forms_that_carry_an_internal_ipv4_address_are_refused(url):
+    # Probed: each of these passed, being global-looking IPv6 addresses.
+    assert problem(url) == NOT_PUBLIC
+
+
+def test_ipv6_forms_that_carry_a_public_ipv4_address_are_allowed():
+    assert problem("http://nat64-public.example.com/v1") is None
+
+
+@pytest.mark.parametrize("url", ["http://user@api.example.com/v1", "https://u:p@api.example.com/v1",
+                                 "http://api.example.com@169.254.169.254/v1", "http://:@api.example.com/v1"])
+def test_a_url_with_a_user_name_or_password_is_refused(url):
+    assert problem(url) == NO_USERINFO
 
 
 def test_an_unresolvable_name_is_refused():
@@ -158,3 +183,10 @@ def test_each_checked_address_is_tried_in_turn(loopback_server):
     assert get(["127.0.0.2", "127.0.0.1"]) == "ok"
     with pytest.raises(httpx.ConnectError):
         get(["127.0.0.2", "::1"])
+
+
+def test_the_client_refuses_a_name_that_now_resolves_to_nat64_of_an_internal_address(loopback_server):
+    client = guarded_http_client(EndpointPolicy(), timeout=httpx.Timeout(5.0), resolve=fake_dns)
+    with client, pytest.raises(EndpointNotAllowed):
+        client.get(f"http://nat64.example.com:{loopback_server}/v1")
+    assert Recorder.seen == []
