@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel
@@ -31,8 +32,29 @@ def error_response(exc: SluiceError) -> Response:
     return json_response(exc.status, exc.body(), exc.headers)
 
 
+# Deeper than any body a route takes (a search's filters are three levels): a body nested further
+# is refused before it is walked, and json's own recursion limit is never what answers.
+MAX_JSON_DEPTH = 32
+NUL_SENTENCE = "Must not contain a NUL character."
+
+
+def _refuse_nul_in_request(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
+    """Path parameters and query values with a NUL are 400: PostgreSQL text cannot hold one.
+
+    A path parameter is checked decoded too: a route that takes an opaque id (a user id such
+    as auth0|123) decodes it.
+    """
+    event = app.current_event
+    for values in (event.path_parameters or {}, event.query_string_parameters or {}):
+        for name, value in values.items():
+            if "\x00" in str(value) or "\x00" in unquote(str(value)):
+                raise ValidationError(f"{name} contains a NUL character", fields={name: NUL_SENTENCE})
+    return next_middleware(app)
+
+
 def build_resolver() -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver()
+    app.use(middlewares=[_refuse_nul_in_request])
 
     @app.exception_handler(SluiceError)
     def _sluice_error(exc: SluiceError) -> Response:
@@ -76,11 +98,41 @@ def parse_json(app: APIGatewayHttpResolver, model: type[M]) -> M:
     raw = raw_body(app)
     try:
         data = json.loads(raw or b"{}")
+    except RecursionError:
+        raise _too_deep() from None
     except ValueError:
         raise ValidationError("The request body is not valid JSON", fields={"body": "Not valid JSON."}) from None
     if not isinstance(data, dict):
         raise ValidationError("The request body must be a JSON object", fields={"body": "Expected an object."})
+    check_json_values(data)
     return validate(model, data)
+
+
+def _too_deep() -> ValidationError:
+    return ValidationError(f"The request body nests values more than {MAX_JSON_DEPTH} levels deep",
+                           fields={"body": f"Nested more than {MAX_JSON_DEPTH} levels deep."})
+
+
+def check_json_values(data: Any) -> None:
+    """Refuse a body nested too deep, or holding a NUL in any key or string (400 naming the field).
+
+    Iterative, so a hostile depth costs a loop, not the stack.
+    """
+    pending: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while pending:
+        value, path, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise _too_deep()
+        if isinstance(value, str):
+            if "\x00" in value:
+                raise ValidationError(f"{path or 'body'} contains a NUL character",
+                                      fields={path or "body": NUL_SENTENCE})
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                pending.append((key, path or "body", depth + 1))
+                pending.append((item, f"{path}.{key}" if path else str(key), depth + 1))
+        elif isinstance(value, list):
+            pending.extend((item, f"{path}.{i}", depth + 1) for i, item in enumerate(value))
 
 
 def validate(model: type[M], data: dict[str, Any], prefix: str = "") -> M:

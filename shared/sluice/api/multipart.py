@@ -92,11 +92,14 @@ def parse_form(content_type: str | None, body: bytes, *, max_file_bytes: int, to
 
 def form_fields(raw: dict[str, str]) -> dict[str, Any]:
     """Non-file form fields as a body: empty values dropped, ``ingestion`` read as JSON."""
+    from sluice.api.http import check_json_values
+
     out: dict[str, Any] = {k: v for k, v in raw.items() if v != ""}
     if "ingestion" in out:
         try:
             out["ingestion"] = json.loads(out["ingestion"])
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ValidationError("ingestion must be a JSON object",
                                   fields={"ingestion": "Not valid JSON."}) from None
+    check_json_values(out)
     return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import posixpath
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -44,6 +43,7 @@ from sluice.parsing.archives import member_source_path
 from sluice.storage import (
     ObjectStore,
     content_key,
+    display_name,
     inbox_kb_id,
     incoming_document_id,
     parse_stage_key,
@@ -253,7 +253,7 @@ def _unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes,
     unpacked: set[str] = set()
     for member, content in iter_archive_members(data, kind, ctx.budget):
         child_id = _member_id(doc.id, attempt, member.path)
-        name = posixpath.basename(member.path)
+        name = display_name(member.path)
         key = rag_key(kb.collection_name, name, object_id=child_id)
         source_path = member_source_path(archive_path, member.path)
         unpacked.add(source_path)
@@ -364,7 +364,7 @@ def on_inbox_event(ctx: StageContext, event: ObjectEvent) -> None:
                     _delete_row_and_chunks(conn, row)
             opened = doc_repo.insert(
                 conn, kb_id=kb.id, org_id=kb.org_id, collection_name=kb.collection_name,
-                filename=posixpath.basename(event.key), filesize=current.size, storage_path=event.key,
+                filename=display_name(event.key), filesize=current.size, storage_path=event.key,
                 source="s3_drop", source_path=source_path, source_etag=current.etag,
                 source_sequencer=event.sequencer,
                 replaces_document_id=next((r.id for r in rows if r.status != "processing"), None),

@@ -30,7 +30,7 @@ from sluice.embedding import find_model
 from sluice.errors import ConflictError, FileTooLargeError, UnsupportedTypeError
 from sluice.identity import Principal
 from sluice.parsing import SUPPORTED_EXTENSIONS, FileKind, ParseBudget, check_archive, sniff
-from sluice.storage import ObjectStore, incoming_key, rag_key, safe_filename
+from sluice.storage import ObjectStore, display_name, incoming_key, rag_key
 
 log = logging.getLogger("sluice.ingest")
 
@@ -159,6 +159,7 @@ def accept_direct_upload(
 ) -> Accepted:
     if len(data) > settings.max_upload_bytes:
         raise _ceiling_error(settings)
+    filename = display_name(filename)
     with uow() as conn:
         # Access first: reading the bytes (an archive is walked whole) is work done only for a writer.
         resolve_base(conn, p, kb_id, write=True)
@@ -183,6 +184,7 @@ def accept_presigned_upload(
 ) -> Accepted:
     if req.size is not None and req.size > settings.max_upload_bytes:
         raise _ceiling_error(settings)
+    req = req.model_copy(update={"filename": display_name(req.filename)})
     # Only the name can be checked now; the parse stage sniffs the bytes that arrive.
     family_by_name(req.filename)
     with uow() as conn:
@@ -210,7 +212,3 @@ def _mark_unstored(uow: UnitOfWork, doc_id: uuid.UUID) -> None:
             error_message="The file could not be stored; upload it again.",
         )
 
-
-def display_filename(name: str) -> str:
-    """The name shown back to the caller: the final component, sanitised for headers."""
-    return safe_filename(name)

@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 
 MAX_NAME_CHARS = 120
+MAX_DISPLAY_CHARS = 255
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -32,6 +33,26 @@ def safe_filename(name: str) -> str:
         else:
             cleaned = cleaned[:MAX_NAME_CHARS]
     return cleaned
+
+
+def display_name(name: str) -> str:
+    """The name a document is listed and downloaded under: what the user called it, made harmless.
+
+    The final path component only; control and format characters removed (a NUL
+    cannot be stored, and a right-to-left override makes ``report‮fdp.exe`` read as
+    ``report.pdf``); bounded; never empty. Unlike ``safe_filename`` it keeps
+    spaces, accents and any script: it is a label, never a key.
+    """
+    name = unicodedata.normalize("NFC", name or "")
+    name = "".join(ch for ch in name if unicodedata.category(ch) not in ("Cc", "Cf", "Cs"))
+    name = re.split(r"[\\/]", name)[-1].strip()
+    if name in ("", ".", ".."):
+        return "file"
+    if len(name) > MAX_DISPLAY_CHARS:
+        stem, dot, ext = name.rpartition(".")
+        keep = f".{ext}" if dot and 0 < len(ext) <= 10 and stem else ""
+        name = name[: MAX_DISPLAY_CHARS - len(keep)] + keep
+    return name
 
 
 def rag_key(collection: str, filename: str, object_id: uuid.UUID | None = None) -> str:
