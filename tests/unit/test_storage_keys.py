@@ -63,3 +63,24 @@ def test_sanitised_names_are_always_safe(name: str):
     assert re.fullmatch(r"[A-Za-z0-9._-]+", safe)
     assert "/" not in safe and "\\" not in safe and ".." not in safe.split("_")
     assert not safe.startswith(".")
+
+
+def test_a_download_name_cannot_add_content_disposition_parameters():
+    # Probed: a quote in the stored name closed filename="..." and let the rest add parameters.
+    from email.message import Message
+    from urllib.parse import unquote
+
+    from sluice.storage.s3 import attachment
+
+    header = attachment('report.pdf"; filename*=UTF-8\'\'evil.html; x="')
+    message = Message()
+    message["Content-Disposition"] = header
+    assert message.get_content_disposition() == "attachment"
+    # exactly two parameters, as a client splits them; the exact name comes back from filename*
+    params = re.findall(r';\s*([^=;\s]+)=("(?:[^"\\]|\\.)*"|[^;]*)', header)
+    assert [name for name, _ in params] == ["filename", "filename*"]
+    charset, _, encoded = params[1][1].partition("''")
+    assert (charset, unquote(encoded)) == ("UTF-8", 'report.pdf"; filename*=UTF-8\'\'evil.html; x="')
+    assert '"' not in params[0][1].strip('"')
+    assert attachment("Übersicht 2026.pdf") == (
+        "attachment; filename=\"Ubersicht_2026.pdf\"; filename*=UTF-8''%C3%9Cbersicht%202026.pdf")

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from botocore.exceptions import ClientError
 
 from sluice.errors import StoredFileMissingError
+from sluice.storage.keys import safe_filename
 
 _MISSING = ("404", "NoSuchKey", "NotFound")
 
@@ -135,10 +138,18 @@ class ObjectStore:
     def presigned_get(self, key: str, *, expires_in: int, filename: str) -> str:
         return self._s3.generate_presigned_url(
             "get_object",
-            Params={
-                "Bucket": self.bucket,
-                "Key": key,
-                "ResponseContentDisposition": f'attachment; filename="{filename}"',
-            },
+            Params={"Bucket": self.bucket, "Key": key, "ResponseContentDisposition": attachment(filename)},
             ExpiresIn=expires_in,
         )
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition that names the file and nothing else (RFC 6266).
+
+    The stored name is the user's: a quote in it, written inside ``filename="…"``,
+    would close the value and let the rest add parameters. ``filename`` gets the
+    storage-safe ASCII form (no quote, no backslash, no control character) for old
+    clients, and ``filename*`` the exact name, percent-encoded as UTF-8.
+    """
+    ascii_name = safe_filename(unicodedata.normalize("NFKD", filename).encode("ascii", "ignore").decode())
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"
