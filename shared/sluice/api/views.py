@@ -10,7 +10,7 @@ from sluice.db.knowledge_bases import KnowledgeBase
 
 
 def kb_view(kb: KnowledgeBase, *, writable: bool = False) -> dict[str, Any]:
-    """A base as its reader sees it; who else it is granted to is shown only to those who may change it."""
+    """A base as its reader sees it; its key, endpoint and grants only to those who may change it."""
     body: dict[str, Any] = {
         "id": str(kb.id),
         "name": kb.name,
@@ -23,14 +23,15 @@ def kb_view(kb: KnowledgeBase, *, writable: bool = False) -> dict[str, Any]:
         "embedding_provider": kb.embedding_provider,
         "embedding_model": kb.embedding_model,
         "embedding_dim": kb.embedding_dim,
-        "embedding_base_url": kb.embedding_base_url,
-        "embedding_secret_id": kb.embedding_secret_id,
         "ingestion_config": kb.ingestion_config,
         "created_by": kb.created_by,
         "created_at": kb.created_at.isoformat() if kb.created_at else None,
         "can_write": writable,
     }
     if writable:
+        # Which key pays and where the workers send text: a writer's business, not every reader's.
+        body["embedding_base_url"] = kb.embedding_base_url
+        body["embedding_secret_id"] = kb.embedding_secret_id
         body["grants"] = [{"user_id": u, "permission": perm} for u, perm in sorted(kb.grants.items())]
     return body
 
