@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -42,10 +43,27 @@ def _url_from_secret(secret_id: str) -> str:
 def database_url() -> str:
     settings = get_settings()
     if settings.database_url:
-        return settings.database_url
+        return with_tls(settings.database_url)
     if settings.database_secret_id:
-        return _url_from_secret(settings.database_secret_id)
+        return with_tls(_url_from_secret(settings.database_secret_id))
     raise RuntimeError("Set DATABASE_URL or DATABASE_SECRET_ID")
+
+
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def with_tls(url: str) -> str:
+    """``url`` requiring TLS (``sslmode=require``) unless it names its own sslmode or a local server.
+
+    Document text and vectors cross this connection; libpq's default (``prefer``)
+    falls back to plain text without a word. A unix socket or loopback server
+    (the embedded one) has no network to protect.
+    """
+    params = conninfo_to_dict(url)
+    hosts = [h for h in str(params.get("host") or "").split(",") if h]
+    if "sslmode" in params or not hosts or all(h.startswith("/") or h in _LOCAL_HOSTS for h in hosts):
+        return url
+    return make_conninfo(url, sslmode="require")
 
 
 def _configure(conn: psycopg.Connection) -> None:
