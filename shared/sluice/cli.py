@@ -35,9 +35,12 @@ def _local_up(args: argparse.Namespace) -> int:
 
 def _local_token(args: argparse.Namespace) -> int:
     from sluice.config import get_settings
-    from sluice.local.tokens import mint
+    from sluice.local.runtime import project_root
+    from sluice.local.tokens import dev_secret, mint
 
-    print(mint(get_settings().dev_jwt_secret, user=args.user, org=args.org, permissions=args.perm or [],
+    data_dir = Path(args.data_dir) if args.data_dir else project_root() / ".sluice"
+    secret = dev_secret(data_dir, get_settings().dev_jwt_secret)
+    print(mint(secret, user=args.user, org=args.org, permissions=args.perm or [],
                app_admin=args.app_admin, ttl_seconds=args.ttl))
     return 0
 
@@ -72,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--perm", action="append", help="collections:view, collections:edit, secrets:view")
     token.add_argument("--app-admin", action="store_true")
     token.add_argument("--ttl", type=int, default=12 * 3600, help="seconds")
+    token.add_argument("--data-dir", default=None, help="the data directory of the `local up` to sign for (.sluice/)")
     token.set_defaults(func=_local_token)
     for owner in (local, sub):
         demo = owner.add_parser("demo", help="ingest a folder and search it, end to end")

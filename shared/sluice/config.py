@@ -63,8 +63,9 @@ class Settings(BaseSettings):
     upload_rate_per_minute: int = Field(10, alias="UPLOAD_RATE_PER_MINUTE")
     upload_rate_per_day: int = Field(50, alias="UPLOAD_RATE_PER_DAY")
 
-    # Local development
-    dev_jwt_secret: str = Field("sluice-local-dev-secret-change-me-0123456789", alias="SLUICE_DEV_JWT_SECRET")
+    # Local development: the key the local gateway verifies tokens with. Empty means the one
+    # `sluice local up` generates for its data directory (sluice.local.tokens.dev_secret).
+    dev_jwt_secret: str = Field("", alias="SLUICE_DEV_JWT_SECRET")
 
     @property
     def max_upload_bytes(self) -> int:

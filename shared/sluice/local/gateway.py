@@ -30,6 +30,20 @@ def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], b
     return status, {"content-type": "application/json"}, body
 
 
+def body_refusal(headers: dict[str, str]) -> tuple[int, dict[str, str], bytes] | None:
+    """Why a request's body will not be read, decided from its headers alone (API Gateway's limits)."""
+    if "transfer-encoding" in headers:
+        return _error(411, "LENGTH_REQUIRED", "Send the body with a Content-Length.")
+    raw = headers.get("content-length")
+    if raw is None:
+        return None
+    if not raw.strip().isdigit():
+        return _error(400, "VALIDATION_ERROR", "Content-Length must be a whole number of bytes.")
+    if int(raw) > API_MAX_BODY:
+        return _error(413, "FILE_TOO_LARGE", "The request body is larger than the API accepts (10 MB).")
+    return None
+
+
 def build_event(route: Route, method: str, path: str, query: str, headers: dict[str, str], body: bytes,
                 params: dict[str, str], claims: dict[str, str] | None, source_ip: str) -> dict[str, Any]:
     ctype = headers.get("content-type", "")
@@ -59,14 +73,34 @@ def build_event(route: Route, method: str, path: str, query: str, headers: dict[
     return event
 
 
+# A request for any other Host is refused: a web page the developer's browser opens can resolve
+# a name of its own to 127.0.0.1 (DNS rebinding), but it cannot make the browser send this Host.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def host_name(header: str) -> str:
+    """The host of a Host header, without its port (``[::1]:8787`` → ``::1``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
 class Gateway:
-    def __init__(self, routes: list[Route], invoke: Invoke, jwt_secret: str) -> None:
+    def __init__(self, routes: list[Route], invoke: Invoke, jwt_secret: str,
+                 allowed_hosts: frozenset[str] = LOOPBACK_HOSTS) -> None:
+        if not jwt_secret:
+            raise ValueError("the local gateway needs a JWT secret")
         self.routes = [(r, r.pattern()) for r in routes]
         self.invoke = invoke
         self.jwt_secret = jwt_secret
+        self.allowed_hosts = allowed_hosts
 
     def handle(self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str
                ) -> tuple[int, dict[str, str], bytes]:
+        if host_name(headers.get("host", "")) not in self.allowed_hosts:
+            return _error(403, "FORBIDDEN", "The local API answers only requests addressed to it by a loopback "
+                                            "name (Host: 127.0.0.1 or localhost).")
         parts = urlsplit(target)
         path = parts.path
         matched = None
@@ -78,8 +112,6 @@ class Gateway:
         if matched is None:
             return _error(404, "NOT_FOUND", "No such route")
         route, params = matched
-        if len(body) > API_MAX_BODY:
-            return _error(413, "FILE_TOO_LARGE", "The request body is larger than the API accepts (10 MB).")
         claims = None
         if route.auth:
             auth = headers.get("authorization", "")
@@ -107,12 +139,18 @@ class Gateway:
             protocol_version = "HTTP/1.1"
 
             def _any(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length) if length else b""
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                status, out_headers, payload = gateway.handle(
-                    self.command, self.path, headers, body, self.client_address[0]
-                )
+                refused = body_refusal(headers)
+                if refused is not None:
+                    # Not read: the connection closes after the answer, with whatever was sent unread.
+                    self.close_connection = True
+                    status, out_headers, payload = refused
+                else:
+                    length = int(headers.get("content-length") or 0)
+                    body = self.rfile.read(length) if length else b""
+                    status, out_headers, payload = gateway.handle(
+                        self.command, self.path, headers, body, self.client_address[0]
+                    )
                 self.send_response(status)
                 for k, v in out_headers.items():
                     if k not in ("content-length", "connection"):

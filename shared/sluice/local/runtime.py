@@ -17,9 +17,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from sluice.local.gateway import Gateway
+from sluice.local.gateway import LOOPBACK_HOSTS, Gateway
 from sluice.local.pump import QueuePump
 from sluice.local.template import ACCOUNT, REGION, FunctionDef, Resolver, Template, function_environment, parse
+from sluice.local.tokens import dev_secret
 
 log = logging.getLogger("sluice.local")
 
@@ -222,6 +223,7 @@ class LocalRuntime:
         env["DATABASE_URL"] = self.database_url or ""
         env["SLUICE_CATALOG_PATH"] = str(self.root / "infra" / "catalog" / "embedding_models.json")
         env["SLUICE_MIGRATIONS_DIR"] = str(self.root / "infra" / "migrations")
+        env["SLUICE_DEV_JWT_SECRET"] = dev_secret(self.data_dir, os.environ.get("SLUICE_DEV_JWT_SECRET", ""))
         os.environ.update(env)
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
@@ -266,7 +268,8 @@ class LocalRuntime:
     def _start_gateway(self) -> None:
         from sluice.config import get_settings
 
-        gateway = Gateway(self.template.routes(), self.invoke, get_settings().dev_jwt_secret)
+        gateway = Gateway(self.template.routes(), self.invoke, get_settings().dev_jwt_secret,
+                          allowed_hosts=LOOPBACK_HOSTS | {self.host})
         self._http = gateway.serve(self.host, self.api_port)
         self.api_port = self._http.server_address[1]
         self._http_thread = threading.Thread(target=self._http.serve_forever, name="gateway", daemon=True)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
+from pathlib import Path
 from typing import Any
 
 import jwt
 
+SECRET_FILE = "jwt-secret"  # noqa: S105 - a file name, not a secret
 ISSUER = "sluice-local"
 AUDIENCE = "sluice"
 
@@ -40,3 +44,21 @@ def as_authorizer_claims(claims: dict[str, Any]) -> dict[str, str]:
         else:
             out[k] = str(v)
     return out
+
+
+def dev_secret(data_dir: Path, configured: str = "") -> str:
+    """The key the local gateway signs and verifies with: ``configured`` if set, else this data
+    directory's own, generated at first use and readable by its owner only.
+
+    Never a constant in the code: a key everyone knows lets any page the developer's
+    browser opens mint tokens for the local API (as any user, app admin included).
+    """
+    if configured:
+        return configured
+    path = data_dir / SECRET_FILE
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(32))
+    return path.read_text().strip()

@@ -1,0 +1,63 @@
+"""The local gateway is the developer's machine's front door: it takes only requests addressed to
+loopback, decides on a body from its headers before reading it, and trusts only tokens signed with
+its data directory's own secret."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from sluice.local.tokens import SECRET_FILE, mint
+
+pytestmark = pytest.mark.e2e
+
+OLD_PUBLIC_SECRET = "sluice-local-dev-secret-change-me-0123456789"
+
+
+def raw_request(runtime, head: str, timeout: float = 10) -> bytes:
+    """Send request headers (and nothing else) and read the answer: a gateway that waited for the
+    body it was promised would time out here."""
+    with socket.create_connection(("127.0.0.1", runtime.api_port), timeout=timeout) as s:
+        s.sendall(head.encode())
+        return s.recv(65536)
+
+
+def test_a_request_for_another_host_is_refused(runtime, make_token):
+    token = make_token("alice")
+    for host in ("evil.example", "evil.example:8787", "127.0.0.1.evil.example"):
+        resp = httpx.get(f"{runtime.api_url}/kb", headers={"Host": host, "Authorization": f"Bearer {token}"})
+        assert resp.status_code == 403 and resp.json()["error"]["code"] == "FORBIDDEN", host
+    for host in (f"127.0.0.1:{runtime.api_port}", "localhost", f"[::1]:{runtime.api_port}"):
+        resp = httpx.get(f"{runtime.api_url}/kb", headers={"Host": host, "Authorization": f"Bearer {token}"})
+        assert resp.status_code == 200, host
+
+
+@pytest.mark.parametrize("length, status", [("-1", b"400"), ("ten", b"400"), (str(11 * 1024 * 1024), b"413")])
+def test_a_body_length_is_judged_before_the_body_is_read(runtime, length, status):
+    answer = raw_request(runtime, f"POST /kb HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {length}\r\n\r\n")
+    assert answer.split(b" ")[1] == status, answer[:200]
+
+
+def test_a_chunked_body_is_refused(runtime):
+    answer = raw_request(runtime, "POST /kb HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+    assert answer.split(b" ")[1] == b"411", answer[:200]
+
+
+def test_tokens_are_signed_with_the_data_directorys_own_secret(runtime):
+    secret_file = runtime.data_dir / SECRET_FILE
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+    assert secret_file.read_text().strip() != OLD_PUBLIC_SECRET
+    forged = mint(OLD_PUBLIC_SECRET, user="alice", app_admin=True)
+    assert httpx.get(f"{runtime.api_url}/kb", headers={"Authorization": f"Bearer {forged}"}).status_code == 401
+    # `sluice local token` signs with the secret of the data directory it is pointed at
+    env = {k: v for k, v in os.environ.items() if k != "SLUICE_DEV_JWT_SECRET"}
+    minted = subprocess.run([sys.executable, "-m", "sluice.cli", "local", "token", "--user", "alice",
+                             "--data-dir", str(runtime.data_dir)], capture_output=True, text=True, check=True,
+                            env=env).stdout.strip()
+    assert httpx.get(f"{runtime.api_url}/kb", headers={"Authorization": f"Bearer {minted}"}).status_code == 200
