@@ -61,3 +61,42 @@ def test_tokens_are_signed_with_the_data_directorys_own_secret(runtime):
                              "--data-dir", str(runtime.data_dir)], capture_output=True, text=True, check=True,
                             env=env).stdout.strip()
     assert httpx.get(f"{runtime.api_url}/kb", headers={"Authorization": f"Bearer {minted}"}).status_code == 200
+
+
+def _unsigned(claims: dict) -> str:
+    import base64
+    import json
+
+    def part(d: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(d).encode()).rstrip(b"=").decode()
+
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}."
+
+
+def test_tokens_that_are_forged_unsigned_expired_or_incomplete_are_401(runtime):
+    import time
+
+    import jwt
+
+    from sluice.config import get_settings
+    from sluice.local.tokens import AUDIENCE, ISSUER
+
+    now = int(time.time())
+    good = {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 600, "is_app_admin": True}
+    secret = get_settings().dev_jwt_secret
+    cases = {
+        "wrong signature": jwt.encode(good, "another-secret-of-at-least-32-bytes!!", algorithm="HS256"),
+        "alg none": _unsigned(good),
+        "expired": jwt.encode({**good, "exp": now - 60}, secret, algorithm="HS256"),
+        "no subject": jwt.encode({k: v for k, v in good.items() if k != "sub"}, secret, algorithm="HS256"),
+        "no expiry": jwt.encode({k: v for k, v in good.items() if k != "exp"}, secret, algorithm="HS256"),
+        "another audience": jwt.encode({**good, "aud": "elsewhere"}, secret, algorithm="HS256"),
+    }
+    for why, token in cases.items():
+        resp = httpx.get(f"{runtime.api_url}/kb", headers={"Authorization": f"Bearer {token}"})
+        assert resp.status_code == 401 and resp.json()["error"]["code"] == "UNAUTHORIZED", why
+    # identity claimed in headers, without a token, is nobody
+    spoof = {"x-user-id": "alice", "x-org-id": "acme", "x-amzn-oidc-identity": "alice", "x-is-app-admin": "true"}
+    assert httpx.get(f"{runtime.api_url}/kb", headers=spoof).status_code == 401
+    signed = jwt.encode(good, secret, algorithm="HS256")
+    assert httpx.get(f"{runtime.api_url}/kb", headers={"Authorization": f"Bearer {signed}"}).status_code == 200
