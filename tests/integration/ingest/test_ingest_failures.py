@@ -213,16 +213,17 @@ def test_an_object_over_the_ceiling_is_refused_at_parse_and_deleted(harness):
 
 def test_a_plan_the_collection_no_longer_allows_fails_the_document_with_its_reason(harness):
     h = harness
-    doc_id = h.upload("plan.txt", paragraphs(4), ingestion={"chunk_overlap": 250})
-    with transaction() as conn:  # the collection's size shrank below the upload's overlap since
-        conn.execute("""UPDATE knowledge_bases SET ingestion_config = '{"chunk_size": 200}' WHERE id = %s""",
+    doc_id = h.upload("plan.txt", paragraphs(4), ingestion={"chunk_overlap": 100})
+    with transaction() as conn:  # the collection's size shrank below twice the upload's overlap since
+        conn.execute("""UPDATE knowledge_bases SET ingestion_config = '{"chunk_size": 150}' WHERE id = %s""",
                      (h.kb.id,))
     h.deliver(h.parse_message(doc_id))
     h.deliver(h.chunk_message(doc_id))
     doc = h.document(doc_id)
     assert doc.status == "error" and doc.stage == "chunking"
     assert doc.error_message == (
-        "The chunking settings are not valid. Chunk overlap (250) must be smaller than chunk size (200).")
+        "The chunking settings are not valid. Chunk overlap (100) must be at most half the chunk size (150); "
+        "a larger overlap repeats most of every chunk in the next one.")
 
 
 def test_a_presigned_file_that_is_not_what_its_name_says_is_refused_at_parse_and_deleted(harness):
@@ -235,14 +236,15 @@ def test_a_presigned_file_that_is_not_what_its_name_says_is_refused_at_parse_and
     key = accepted.upload["fields"]["key"]
     h.ctx.store.put(key, b"MZ\x90\x00" + b"\x00" * 1020)
 
-    # WHEN the S3 event reaches the parse stage
+    # WHEN its S3 event moves it to the document's key, whose event reaches the parse stage
+    h.deliver(("ingest", h.object_event(key)))
     h.deliver(h.parse_message(accepted.document.id))
 
     # THEN the row says why, the object is gone, and nothing was indexed
     doc = h.document(accepted.document.id)
     assert doc.status == "error"
     assert "invoice.pdf is named as a PDF" in doc.error_message and "Windows program" in doc.error_message
-    assert h.keys(key) == []
+    assert h.keys(key) == [] and h.keys(doc.storage_path) == []
     assert h.chunk_count(accepted.document.id) == 0
 
 
