@@ -46,7 +46,7 @@ build-SluiceLayer:
 	cp -r shared/sluice "$(ARTIFACTS_DIR)/python/"
 	rm -rf "$(ARTIFACTS_DIR)/python/sluice/local"
 	mkdir -p "$(ARTIFACTS_DIR)/python/sluice/_data"
-	cp -r infra/migrations infra/catalog "$(ARTIFACTS_DIR)/python/sluice/_data/"
+	cp -r infra/migrations infra/catalog infra/openapi.json "$(ARTIFACTS_DIR)/python/sluice/_data/"
 
 clean:
 	rm -rf $(VENV) .sluice .pytest_cache .mypy_cache .ruff_cache

@@ -91,17 +91,17 @@ def end_to_end(docs: list[tuple[str, bytes]], data_dir: Path) -> tuple[str, dict
     import httpx
 
     from sluice.config import get_settings
-    from sluice.ingest import stages
+    from sluice.ingest import chunk, embed, parse
     from sluice.local.runtime import LocalRuntime
     from sluice.local.tokens import mint
 
     clock = StageClock()
-    # parse_document includes reading the object and the isolated extract; the embed
+    # The parse stage's work includes reading the object and the isolated extract; the embed
     # stage's two halves are the provider calls and the transaction that stores.
-    clock.wrap(stages, "parse_document", "parse")
-    clock.wrap(stages, "chunk_document", "chunk")
-    clock.wrap(stages, "_embed_with_progress", "embed")
-    clock.wrap(stages, "store_chunks", "store")
+    clock.wrap(parse, "_parse", "parse")
+    clock.wrap(chunk, "_chunk", "chunk")
+    clock.wrap(embed, "_embed_with_progress", "embed")
+    clock.wrap(embed, "store_chunks", "store")
 
     rt = LocalRuntime(data_dir=data_dir, api_port=0).start()
     # An organization's base: the private-pool caps and upload rate limits (R-ACC-5) are not what is measured.

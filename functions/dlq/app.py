@@ -3,30 +3,26 @@ becomes ``error`` with a summary naming its stage (R-PARSE-5, R-DOC-4)."""
 
 from __future__ import annotations
 
-import os
-
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from sluice.ingest import stages
+from sluice.config import DATABASE, get_settings
+from sluice.ingest.dead_letters import on_dead_letter
 from sluice.ingest.events import read_message
 from sluice.observability import sqs_handler
 from sluice.wiring import stage_context
 
-# Which stage each dead-letter queue belongs to, by the ARN the template hands over.
-_STAGE_BY_QUEUE_ENV = {"INGEST_DLQ_ARN": "parsing", "CHUNK_DLQ_ARN": "chunking", "EMBED_DLQ_ARN": "embedding"}
-
 
 def _stage_of(queue_arn: str) -> str:
-    for env, stage in _STAGE_BY_QUEUE_ENV.items():
-        if os.environ.get(env) == queue_arn:
-            return stage
-    return "processing"
+    """Which stage a dead-letter queue belongs to, by the ARN the template hands over."""
+    s = get_settings()
+    return {s.ingest_dlq_arn: "parsing", s.chunk_dlq_arn: "chunking", s.embed_dlq_arn: "embedding"}.get(
+        queue_arn, "processing")
 
 
 def record_handler(record: SQSRecord) -> None:
     stage = _stage_of(record.event_source_arn)
     for item in read_message(record.body):
-        stages.on_dead_letter(stage_context(), stage, item)
+        on_dead_letter(stage_context(), stage, item)
 
 
-handler = sqs_handler(record_handler)
+handler = sqs_handler(record_handler, requires=(DATABASE, "INGEST_DLQ_ARN", "CHUNK_DLQ_ARN", "EMBED_DLQ_ARN"))

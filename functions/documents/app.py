@@ -2,85 +2,106 @@
 
 from __future__ import annotations
 
-from sluice.api.http import build_resolver, json_response, principal, query_int
-from sluice.api.views import document_view
-from sluice.config import get_settings
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from sluice.api.http import build_resolver, principal, respond
+from sluice.api.responses import accepted
+from sluice.api.views import (
+    CollectionInfoOut,
+    DeletedOut,
+    DocumentContentOut,
+    DocumentOut,
+    DocumentsOut,
+    DownloadOut,
+    KnowledgeBaseIngestionOut,
+    SupportedFormatsOut,
+    collection_info_view,
+    document_view,
+    documents_view,
+    kb_ingestion_view,
+)
+from sluice.config import DATABASE, get_settings
 from sluice.db.connection import transaction
 from sluice.ingest import documents
+from sluice.ingest.families import chat_only_extensions, kb_extensions
 from sluice.observability import http_handler
 from sluice.parsing import SUPPORTED_EXTENSIONS
-from sluice.wiring import job_queue, stage_context
+from sluice.wiring import job_queue, object_store
 
 app = build_resolver()
 
 
-@app.get("/rag/supported-formats")
-def supported_formats():
+@app.get("/rag/supported-formats", summary="The file types Sluice reads")
+def supported_formats() -> SupportedFormatsOut:
     principal(app)
-    kb = sorted(ext for ext, family in SUPPORTED_EXTENSIONS.items() if family != "image")
-    return json_response(200, {"extensions": dict(sorted(SUPPORTED_EXTENSIONS.items())), "knowledge_base": kb,
-                               "chat_only": sorted(set(SUPPORTED_EXTENSIONS) - set(kb))})
+    return SupportedFormatsOut(extensions=dict(sorted(SUPPORTED_EXTENSIONS.items())),
+                               knowledge_base=kb_extensions(), chat_only=chat_only_extensions())
 
 
-@app.get("/kb/<kb_id>/documents")
-def list_documents(kb_id: str):
+@app.get("/kb/<kb_id>/documents", summary="A base's documents, newest first")
+def list_documents(kb_id: str, limit: Annotated[int, Query(ge=1, le=200)] = 50,
+                   offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0) -> DocumentsOut:
     p = principal(app)
-    limit = query_int(app, "limit", 50, lo=1, hi=200)
-    offset = query_int(app, "offset", 0, lo=0, hi=10_000_000)
     with transaction() as conn:
         page = documents.list_documents(conn, p, kb_id, limit=limit, offset=offset)
-    return json_response(200, {"documents": [document_view(d) for d in page.documents], "total": page.total,
-                               "limit": page.limit, "offset": page.offset, "next_offset": page.next_offset})
+    return documents_view(page)
 
 
-@app.get("/kb/<kb_id>/ingestion")
-def kb_ingestion(kb_id: str):
+@app.get("/kb/<kb_id>/ingestion", summary="A base's indexing status and counts (R-DOC-3)")
+def kb_ingestion(kb_id: str) -> KnowledgeBaseIngestionOut:
     p = principal(app)
     with transaction() as conn:
-        return json_response(200, documents.kb_ingestion(conn, p, kb_id))
+        kb, counts = documents.kb_ingestion(conn, p, kb_id)
+    return kb_ingestion_view(kb, counts)
 
 
-@app.get("/rag/collections/<name>/info")
-def collection_info(name: str):
+@app.get("/rag/collections/<name>/info", summary="A collection's indexing status and counts (R-DOC-3)")
+def collection_info(name: str) -> CollectionInfoOut:
     p = principal(app)
     with transaction() as conn:
-        return json_response(200, documents.collection_info(conn, p, name))
+        bases, counts = documents.collection_info(conn, p, name)
+    return collection_info_view(name, bases, counts)
 
 
-@app.get("/rag/documents/<doc_id>/content")
-def document_content(doc_id: str):
-    p = principal(app)
-    with transaction() as conn:
-        doc = documents.get_document(conn, p, doc_id)
-    text = documents.parsed_text(stage_context().store, doc)
-    return json_response(200, {"id": str(doc.id), "filename": doc.filename, "content": text})
-
-
-@app.get("/rag/documents/<doc_id>/file")
-def document_file(doc_id: str):
+@app.get("/rag/documents/<doc_id>/content", summary="The text the parse stage read")
+def document_content(doc_id: str) -> DocumentContentOut:
     p = principal(app)
     with transaction() as conn:
         doc = documents.get_document(conn, p, doc_id)
-    link = documents.download(stage_context().store, doc, expires_in=get_settings().download_url_expires_seconds)
-    return json_response(200, link)
+    return DocumentContentOut(id=str(doc.id), filename=doc.filename,
+                              content=documents.parsed_text(object_store(), doc))
 
 
-@app.delete("/rag/documents/<doc_id>")
-def delete_document(doc_id: str):
+@app.get("/rag/documents/<doc_id>/file", summary="A short-lived download link for the stored original")
+def document_file(doc_id: str) -> DownloadOut:
+    p = principal(app)
+    with transaction() as conn:
+        doc = documents.get_document(conn, p, doc_id)
+    expires_in = get_settings().download_url_expires_seconds
+    return DownloadOut(url=documents.download_url(object_store(), doc, expires_in=expires_in),
+                       expires_in=expires_in, filename=doc.filename)
+
+
+@app.delete("/rag/documents/<doc_id>", summary="Delete a document, its chunks and its stored objects")
+def delete_document(doc_id: str) -> DeletedOut:
     p = principal(app)
     with transaction() as conn:
         doc = documents.delete_document(conn, p, doc_id)
-    stage_context().store.delete_many(documents.stored_objects(doc))
-    return json_response(200, {"id": str(doc.id), "deleted": True})
+    object_store().delete_many(documents.stored_objects(doc))
+    return DeletedOut(id=str(doc.id), deleted=True)
 
 
-@app.post("/rag/documents/<doc_id>/retry")
-def retry_document(doc_id: str):
+@app.post("/rag/documents/<doc_id>/retry", summary="Run a failed document's pipeline again (R-DOC-5)",
+          responses=accepted(DocumentOut))
+def retry_document(doc_id: str) -> Response[DocumentOut]:
     p = principal(app)
     with transaction() as conn:
-        doc = documents.retry_document(conn, p, stage_context().store, doc_id)
+        doc = documents.retry_document(conn, p, object_store(), doc_id)
     documents.send_retry(job_queue(), doc)
-    return json_response(202, document_view(doc))
+    return respond(202, document_view(doc))
 
 
-handler = http_handler(app)
+handler = http_handler(app, requires=(DATABASE, "SLUICE_BUCKET", "INGEST_QUEUE_URL"))

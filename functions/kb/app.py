@@ -1,14 +1,33 @@
-"""Knowledge bases, document status, health and the embedding catalog."""
+"""Knowledge bases, grants, reachable collections, a document's status, health, the embedding
+catalog and the OpenAPI document."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from sluice.access import bases, can_write
-from sluice.api.http import build_resolver, json_response, parse_json, principal
-from sluice.api.views import collection_view, document_view, kb_view
+from sluice.api.http import build_resolver, principal, respond
+from sluice.api.openapi import committed_document
+from sluice.api.responses import created, no_content
+from sluice.api.views import (
+    CollectionsOut,
+    DocumentOut,
+    EmbeddingModelsOut,
+    HealthOut,
+    KnowledgeBaseOut,
+    KnowledgeBasesOut,
+    WritableKnowledgeBaseOut,
+    catalog_view,
+    collection_view,
+    document_view,
+    kb_view,
+    writable_kb_view,
+)
+from sluice.config import DATABASE
 from sluice.db.connection import transaction
 from sluice.embedding import load_catalog
 from sluice.ingest import documents
@@ -18,84 +37,86 @@ from sluice.wiring import key_vault
 app = build_resolver()
 
 
-@app.get("/health")
-def health():
-    return json_response(200, {"status": "ok"})
+@app.get("/health", summary="Liveness: answers without a token")
+def health() -> HealthOut:
+    return HealthOut(status="ok")
 
 
-@app.get("/rag/embedding-models")
-def embedding_models():
+@app.get("/openapi.json", summary="This API's OpenAPI 3.1 document", include_in_schema=False)
+def openapi_document() -> Response[Any]:
+    return Response(status_code=200, content_type="application/json", body=committed_document())
+
+
+@app.get("/rag/embedding-models", summary="The embedding catalog (R-EMB-2)")
+def embedding_models() -> EmbeddingModelsOut:
     principal(app)
-    return json_response(200, {"models": [m.__dict__ | {"allowed_dims": list(m.allowed_dims)}
-                                          for m in load_catalog()]})
+    return catalog_view(load_catalog())
 
 
-@app.post("/kb")
-def create_kb():
+@app.post("/kb", summary="Create a knowledge base", responses=created(WritableKnowledgeBaseOut))
+def create_kb(body: Annotated[bases.CreateKnowledgeBase, Body()]) -> Response[WritableKnowledgeBaseOut]:
     p = principal(app)
-    body = parse_json(app, bases.CreateKnowledgeBase)
     with transaction() as conn:
         kb = bases.create_base(conn, p, body, vault=key_vault())
-    return json_response(201, kb_view(kb, writable=True))
+    return respond(201, writable_kb_view(kb))
 
 
-@app.get("/kb")
-def list_kbs():
+@app.get("/kb", summary="The knowledge bases the caller reads")
+def list_kbs() -> KnowledgeBasesOut:
     p = principal(app)
     with transaction() as conn:
         found = bases.list_bases(conn, p)
-    return json_response(200, {"knowledge_bases": [kb_view(kb, writable=can_write(p, kb)) for kb in found]})
+    return KnowledgeBasesOut(knowledge_bases=[kb_view(kb, writable=can_write(p, kb)) for kb in found])
 
 
-@app.get("/kb/<kb_id>")
-def get_kb(kb_id: str):
+@app.get("/kb/<kb_id>", summary="One knowledge base")
+def get_kb(kb_id: str) -> WritableKnowledgeBaseOut | KnowledgeBaseOut:
     p = principal(app)
     with transaction() as conn:
         kb = bases.get_base(conn, p, kb_id)
-    return json_response(200, kb_view(kb, writable=can_write(p, kb)))
+    return kb_view(kb, writable=can_write(p, kb))
 
 
-@app.patch("/kb/<kb_id>")
-def update_kb(kb_id: str):
+@app.patch("/kb/<kb_id>", summary="Change a base's name, description, provider, endpoint, key or chunking")
+def update_kb(kb_id: str, body: Annotated[bases.UpdateKnowledgeBase, Body()]) -> WritableKnowledgeBaseOut:
     p = principal(app)
-    body = parse_json(app, bases.UpdateKnowledgeBase)
     with transaction() as conn:
         kb = bases.update_base(conn, p, kb_id, body, vault=key_vault())
-    return json_response(200, kb_view(kb, writable=True))
+    return writable_kb_view(kb)
 
 
-@app.post("/kb/<kb_id>/grants")
-def grant(kb_id: str):
+@app.post("/kb/<kb_id>/grants", summary="Widen an organization base for one member",
+          responses=created(WritableKnowledgeBaseOut))
+def grant(kb_id: str, body: Annotated[bases.GrantRequest, Body()]) -> Response[WritableKnowledgeBaseOut]:
     p = principal(app)
-    body = parse_json(app, bases.GrantRequest)
     with transaction() as conn:
         kb = bases.grant_access(conn, p, kb_id, body)
-    return json_response(201, kb_view(kb, writable=True))
+    return respond(201, writable_kb_view(kb))
 
 
-@app.delete("/kb/<kb_id>/grants/<user_id>")
-def revoke(kb_id: str, user_id: str):
+@app.delete("/kb/<kb_id>/grants/<user_id>", summary="Remove a member's grant", responses=no_content())
+def revoke(kb_id: str, user_id: str) -> Response[None]:
     p = principal(app)
     with transaction() as conn:
         # The route matches the raw path; a user id such as auth0|123 arrives percent-encoded.
         bases.revoke_access(conn, p, kb_id, unquote(user_id))
-    return Response(status_code=204, body="")
+    return respond(204, None)
 
 
-@app.get("/rag/collections")
-def list_collections():
+@app.get("/rag/collections", summary="Each collection the caller reaches, with its bases")
+def list_collections() -> CollectionsOut:
     p = principal(app)
     with transaction() as conn:
         found = bases.list_collections(conn, p)
-    return json_response(200, {"collections": [collection_view(c.name, c.bases) for c in found]})
+    return CollectionsOut(collections=[collection_view(c.name, c.bases) for c in found])
 
 
-@app.get("/rag/documents/<doc_id>")
-def get_document(doc_id: str):
+@app.get("/rag/documents/<doc_id>", summary="A document's status")
+def get_document(doc_id: str) -> DocumentOut:
     p = principal(app)
     with transaction() as conn:
         doc = documents.get_document(conn, p, doc_id)
-    return json_response(200, document_view(doc))
+    return document_view(doc)
 
 
-handler = http_handler(app)
+handler = http_handler(app, requires=(DATABASE,))

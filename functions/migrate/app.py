@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from sluice.config import DATABASE
 from sluice.db.connection import database_url
 from sluice.db.migrations import migrate
-from sluice.observability import logger
+from sluice.observability import logger, plain_handler
 
 
-@logger.inject_lambda_context
-def handler(event, context):
+def apply(event: dict[str, Any]) -> dict[str, Any]:
     applied = migrate(database_url())
     logger.info("migrations applied", extra={"applied": applied})
     return {"applied": applied}
+
+
+handler = plain_handler(apply, requires=(DATABASE,))

@@ -1,19 +1,19 @@
-"""Parse stage: S3 events under rag/ and inbox/ (and direct parse jobs) from the ingest queue."""
+"""Parse stage: S3 events under rag/, incoming/ and inbox/ (and retry jobs) from the ingest queue."""
 
 from __future__ import annotations
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from sluice.ingest import stages
+from sluice.config import DATABASE
 from sluice.ingest.events import read_message
+from sluice.ingest.routing import on_ingest_item
 from sluice.observability import sqs_handler
 from sluice.wiring import stage_context
 
 
 def record_handler(record: SQSRecord) -> None:
-    ctx = stage_context()
     for item in read_message(record.body):
-        stages.on_ingest_item(ctx, item)
+        on_ingest_item(stage_context(), item)
 
 
-handler = sqs_handler(record_handler)
+handler = sqs_handler(record_handler, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID"))

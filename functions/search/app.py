@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.metrics import MetricUnit
 
-from sluice.api.http import build_resolver, json_response, parse_json, principal
+from sluice.api.http import build_resolver, principal
+from sluice.api.views import DiagnosticOut, FilterValuesOut, SearchOut, diagnostic_view, search_view
+from sluice.config import DATABASE
 from sluice.db.connection import transaction
 from sluice.observability import http_handler, metrics
 from sluice.search.service import (
@@ -12,10 +17,8 @@ from sluice.search.service import (
     SearchOutcome,
     SearchRequest,
     diagnostic,
-    diagnostic_body,
     filter_values,
     search,
-    search_body,
 )
 from sluice.wiring import embedder_for, reranker
 
@@ -32,32 +35,30 @@ def _measure(outcome: SearchOutcome, prefix: str) -> None:
         metrics.add_metric(name=f"{prefix}Empty", unit=MetricUnit.Count, value=1)
 
 
-@app.post("/rag/search")
-def run_search():
+@app.post("/rag/search", summary="Search the collections the caller reaches")
+def run_search(body: Annotated[SearchRequest, Body()]) -> SearchOut:
     p = principal(app)
-    req = parse_json(app, SearchRequest)
     with transaction() as conn:
-        outcome = search(conn, p, req, embedder_for, reranker())
+        outcome = search(conn, p, body, embedder_for, reranker())
     _measure(outcome, "Search")
-    return json_response(200, search_body(outcome))
+    return search_view(outcome)
 
 
-@app.post("/rag/search/diagnostic")
-def run_diagnostic():
+@app.post("/rag/search/diagnostic", summary="The console search: every candidate with its scores and verdict")
+def run_diagnostic(body: Annotated[DiagnosticRequest, Body()]) -> DiagnosticOut:
     p = principal(app)
-    req = parse_json(app, DiagnosticRequest)
     with transaction() as conn:
-        outcome = diagnostic(conn, p, req, embedder_for, reranker())
+        outcome = diagnostic(conn, p, body, embedder_for, reranker())
     _measure(outcome, "SearchDiagnostic")
-    return json_response(200, diagnostic_body(outcome))
+    return diagnostic_view(outcome)
 
 
-@app.get("/rag/collections/<name>/filter-values")
-def get_filter_values(name: str):
+@app.get("/rag/collections/<name>/filter-values", summary="The organizational units present in a collection")
+def get_filter_values(name: str) -> FilterValuesOut:
     p = principal(app)
     with transaction() as conn:
-        answer = filter_values(conn, p, name)
-    return json_response(200, answer)
+        units = filter_values(conn, p, name)
+    return FilterValuesOut(collection_name=name, organizational_units=units)
 
 
-handler = http_handler(app)
+handler = http_handler(app, requires=(DATABASE,))

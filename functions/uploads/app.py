@@ -2,50 +2,55 @@
 
 from __future__ import annotations
 
-from sluice.api.http import build_resolver, json_response, parse_json, principal, raw_body, validate
-from sluice.api.multipart import form_fields, parse_form
-from sluice.config import get_settings
-from sluice.db.connection import transaction
-from sluice.errors import ValidationError
-from sluice.ingest.uploads import (
-    DocumentFields,
-    PresignRequest,
-    accept_direct_upload,
-    accept_presigned_upload,
-)
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, File, Form, UploadFile
+
+from sluice.api.forms import document_fields
+from sluice.api.http import build_resolver, principal, respond
+from sluice.api.responses import accepted
+from sluice.api.views import AcceptedOut, PresignedAcceptedOut, accepted_view, presigned_view
+from sluice.config import DATABASE, get_settings
+from sluice.errors import FileTooLargeError
+from sluice.ingest.uploads import PresignRequest, accept_direct_upload, accept_presigned_upload
 from sluice.observability import http_handler
-from sluice.wiring import stage_context
+from sluice.wiring import intake
 
 app = build_resolver()
 
 
-@app.post("/kb/<kb_id>/documents")
-def upload_document(kb_id: str):
+@app.post("/kb/<kb_id>/documents", summary="Upload a document in the request (up to the direct-upload limit)",
+          responses=accepted(AcceptedOut))
+def upload_document(
+    kb_id: str,
+    file: Annotated[UploadFile, File(description="The document.")],
+    organizational_unit: Annotated[str | None, Form()] = None,
+    document_type: Annotated[str | None, Form()] = None,
+    document_date: Annotated[str | None, Form(description="YYYY-MM-DD")] = None,
+    ingestion: Annotated[str | None, Form(description="A JSON object of chunking settings for this document.")] = None,
+) -> Response[AcceptedOut]:
     p = principal(app)
     settings = get_settings()
     limit = min(settings.direct_upload_max_bytes, settings.max_upload_bytes)
-    form = parse_form(
-        app.current_event.headers.get("content-type"),
-        raw_body(app),
-        max_file_bytes=limit,
-        too_large=(f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger files "
-                   f"(up to {settings.max_upload_size_mb} MB) use POST /kb/{{kb_id}}/uploads."),
-    )
-    upload = form.files.get("file")
-    if upload is None:
-        raise ValidationError("Attach the document as the form field 'file'", fields={"file": "Required."})
-    fields = validate(DocumentFields, form_fields(form.fields))
-    accepted = accept_direct_upload(transaction, stage_context().store, settings, p, kb_id,
-                                    upload.filename, upload.data, fields)
-    return json_response(202, accepted.response())
+    if len(file.content) > limit:
+        raise FileTooLargeError(
+            f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger files "
+            f"(up to {settings.max_upload_size_mb} MB) use POST /kb/{{kb_id}}/uploads.",
+            details={"limit_bytes": limit},
+        )
+    fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
+                             document_date=document_date, ingestion=ingestion)
+    taken = accept_direct_upload(intake(), p, kb_id, file.filename or "file", file.content, fields)
+    return respond(202, accepted_view(taken))
 
 
-@app.post("/kb/<kb_id>/uploads")
-def presign_upload(kb_id: str):
+@app.post("/kb/<kb_id>/uploads", summary="Ask for a presigned POST straight to storage (up to the ceiling)",
+          responses=accepted(PresignedAcceptedOut))
+def presign_upload(kb_id: str, body: Annotated[PresignRequest, Body()]) -> Response[PresignedAcceptedOut]:
     p = principal(app)
-    req = parse_json(app, PresignRequest)
-    accepted = accept_presigned_upload(transaction, stage_context().store, get_settings(), p, kb_id, req)
-    return json_response(202, accepted.response())
+    taken = accept_presigned_upload(intake(), p, kb_id, body)
+    return respond(202, presigned_view(taken))
 
 
-handler = http_handler(app)
+handler = http_handler(app, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID"))

@@ -21,6 +21,10 @@ class Settings(BaseSettings):
     download_url_expires_seconds: int = Field(300, alias="DOWNLOAD_URL_EXPIRES_SECONDS")
     # Where a retry sends its parse job (the stage queue S3 events arrive on)
     ingest_queue_url: str = Field("", alias="INGEST_QUEUE_URL")
+    # The dead-letter queues, by ARN: which stage a dead letter comes from
+    ingest_dlq_arn: str = Field("", alias="INGEST_DLQ_ARN")
+    chunk_dlq_arn: str = Field("", alias="CHUNK_DLQ_ARN")
+    embed_dlq_arn: str = Field("", alias="EMBED_DLQ_ARN")
 
     # Database: a URL, or a Secrets Manager secret holding the usual RDS fields
     database_url: str = Field("", alias="DATABASE_URL")
@@ -78,6 +82,29 @@ class Settings(BaseSettings):
     @property
     def direct_upload_max_bytes(self) -> int:
         return self.direct_upload_max_mb * MIB
+
+
+# What a function may require (``require``): an environment variable's name, or DATABASE for
+# "DATABASE_URL or DATABASE_SECRET_ID".
+DATABASE = "DATABASE"
+
+
+class MissingSettingError(RuntimeError):
+    """A function started without a variable it needs: it names the variable, at cold start."""
+
+
+def require(settings: Settings, names: tuple[str, ...]) -> None:
+    """Refuse to run without every variable in ``names`` set (non-empty)."""
+    by_alias = {field.alias: name for name, field in Settings.model_fields.items()}
+    missing = []
+    for name in names:
+        if name == DATABASE:
+            if not (settings.database_url or settings.database_secret_id):
+                missing.append("DATABASE_URL or DATABASE_SECRET_ID")
+        elif not getattr(settings, by_alias[name]):
+            missing.append(name)
+    if missing:
+        raise MissingSettingError("This function needs " + ", ".join(missing) + " set; see template.yaml.")
 
 
 @lru_cache(maxsize=1)

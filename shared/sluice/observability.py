@@ -1,16 +1,18 @@
-"""Powertools Logger, Tracer and Metrics shared by every function (R-OPS-1), and the two
-shapes of Lambda handler built on them."""
+"""Powertools Logger, Tracer and Metrics shared by every function (R-OPS-1), and the shapes of
+Lambda handler built on them: each checks at cold start that the variables its function needs
+are set (``sluice.config.require``), so a missing queue URL fails by name, not later as ''."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from sluice.config import get_settings, require
 
 logger = Logger(service="sluice")
 tracer = Tracer(service="sluice")
@@ -19,28 +21,61 @@ metrics = Metrics(namespace="Sluice", service="sluice")
 Handler = Callable[[dict[str, Any], Any], Any]
 
 
-def http_handler(app: APIGatewayHttpResolver) -> Handler:
+class Resolver(Protocol):
+    def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]: ...
+
+
+def _checked_once(requires: tuple[str, ...]) -> Callable[[], None]:
+    checked: list[bool] = []
+
+    def check() -> None:
+        if not checked:
+            require(get_settings(), requires)
+            checked.append(True)
+
+    return check
+
+
+def http_handler(app: Resolver, *, requires: tuple[str, ...] = ()) -> Handler:
     """An API function's Lambda handler: the resolver's routes, logged, measured and traced."""
+    check = _checked_once(requires)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     @metrics.log_metrics
     @tracer.capture_lambda_handler
     def handler(event: dict[str, Any], context: Any) -> Any:
+        check()
         return app.resolve(event, context)
 
     return handler
 
 
-def sqs_handler(record_handler: Callable[[SQSRecord], None]) -> Handler:
+def sqs_handler(record_handler: Callable[[SQSRecord], None], *, requires: tuple[str, ...] = ()) -> Handler:
     """A queue function's Lambda handler: each record on its own, failed ones reported back
     (ReportBatchItemFailures) so only they are redelivered."""
     processor = BatchProcessor(event_type=EventType.SQS)
+    check = _checked_once(requires)
 
     @logger.inject_lambda_context
     @metrics.log_metrics
     @tracer.capture_lambda_handler
     def handler(event: dict[str, Any], context: Any) -> Any:
+        check()
         return process_partial_response(event=event, record_handler=record_handler, processor=processor,
                                         context=context)
+
+    return handler
+
+
+def plain_handler(work: Callable[[dict[str, Any]], Any], *, requires: tuple[str, ...] = ()) -> Handler:
+    """A function invoked directly (a migration, a Step Functions task): logged, measured, traced."""
+    check = _checked_once(requires)
+
+    @logger.inject_lambda_context
+    @metrics.log_metrics
+    @tracer.capture_lambda_handler
+    def handler(event: dict[str, Any], context: Any) -> Any:
+        check()
+        return work(event)
 
     return handler

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import threading
 from functools import lru_cache
-from typing import Any
 
 from sluice import aws
 from sluice.config import get_settings
 from sluice.db.connection import transaction
-from sluice.embedding import EmbeddingSpec, SecretsManagerKeyVault, SecretsManagerSecretReader, build_embedder
-from sluice.ingest.stages import StageContext
-from sluice.storage import JobQueue
+from sluice.embedding import (
+    Embedder,
+    EmbeddingSpec,
+    SecretsManagerKeyVault,
+    SecretsManagerSecretReader,
+    build_embedder,
+)
+from sluice.embedding.rerank import Reranker, RerankerSettings, build_reranker
+from sluice.ingest.runner import StageContext
+from sluice.ingest.uploads import Intake
+from sluice.storage import JobQueue, ObjectStore
 
 _lock = threading.Lock()
 
@@ -26,20 +33,22 @@ def key_vault() -> SecretsManagerKeyVault:
     return SecretsManagerKeyVault(aws.client("secretsmanager"))
 
 
-def embedder_for(spec: EmbeddingSpec) -> Any:
+def embedder_for(spec: EmbeddingSpec) -> Embedder:
     bedrock = aws.client("bedrock-runtime") if spec.provider == "bedrock" else None
     return build_embedder(spec, secrets=secret_reader(), bedrock_client=bedrock)
 
 
 @lru_cache(maxsize=1)
-def reranker() -> Any:
+def reranker() -> Reranker | None:
     """The deployment's reranker (RERANKER_* settings), or None; built once per cold start."""
-    from sluice.embedding.rerank import RerankerSettings, build_reranker
-
     settings = RerankerSettings()
     bedrock = aws.client("bedrock-agent-runtime") if settings.provider == "bedrock" else None
     secrets = secret_reader() if settings.secret_id else None
     return build_reranker(settings, bedrock_agent_client=bedrock, secrets=secrets)
+
+
+def object_store() -> ObjectStore:
+    return stage_context().store
 
 
 def job_queue() -> JobQueue:
@@ -50,6 +59,11 @@ def job_queue() -> JobQueue:
 def stage_context() -> StageContext:
     return StageContext(uow=transaction, store=aws.object_store(), settings=get_settings(),
                         embedder_for=embedder_for)
+
+
+def intake() -> Intake:
+    # Settings as they are now (the cached read): an operator's switch is seen without a restart.
+    return Intake(uow=transaction, store=object_store(), settings=get_settings(), read_parameter=aws.parameter_value)
 
 
 def reset() -> None:

@@ -144,4 +144,6 @@ def test_bad_input_is_answered_not_crashed(runtime, client_for):
     assert resp.status_code == 413 and resp.json()["error"]["code"] == "FILE_TOO_LARGE"
     assert "/uploads" in resp.json()["error"]["message"]
     resp = api.post(f"/kb/{kb['id']}/documents", content=b"plain", headers={"content-type": "text/plain"})
-    assert resp.status_code == 400 and "file" in resp.json()["error"]["details"]["fields"]
+    assert resp.status_code == 400 and "body" in resp.json()["error"]["details"]["fields"]
+    resp = api.post(f"/kb/{kb['id']}/documents", data={"organizational_unit": "legal"}, files={"x": ("a", b"")})
+    assert resp.status_code == 422 and "file" in resp.json()["error"]["details"]["fields"]

@@ -10,9 +10,10 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from sluice.errors import ValidationError
+from sluice.search.ranking import rank
 from sluice.vectors import store
 from sluice.vectors.names import validate_collection_name
-from sluice.vectors.search import BaseScope, Candidate, rank, vector_candidates
+from sluice.vectors.search import BaseScope, vector_candidates
 
 
 def unit(v: list[float]) -> list[float]:
@@ -68,16 +69,6 @@ def test_delete_document_chunks(conn):
     store.insert_chunks(conn, "gone", rows(doc, uuid.uuid4(), ["a", "b"], [unit([1, 0, 0])] * 2))
     assert store.delete_document_chunks(conn, "gone", doc) == 2
     assert store.count_chunks(conn, "gone") == 0
-
-
-def test_rank_orders_by_weighted_score():
-    def cand(vec: float, text: float, content: str) -> Candidate:
-        return Candidate("c", 1, uuid.uuid4(), None, 0, content, None, None, None, None, None, None, None, {},
-                         vec, text)
-
-    ordered = rank([cand(0.9, 0.0, "a"), cand(0.8, 0.1, "b"), cand(0.2, 0.9, "c")], top_k=4)
-    # 0.8*0.7 + 0.1*10*0.3 = 0.86 beats 0.63; 0.2 is under the 0.30 gate whatever its text rank
-    assert [c.content for c in ordered] == ["b", "a"]
 
 
 @pytest.mark.parametrize("name", ["Handbook", "foo-bar", "2024_reports", "a" * 46, "all", "documents",

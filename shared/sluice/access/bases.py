@@ -9,7 +9,6 @@ import uuid
 from dataclasses import replace
 from typing import Any, Literal
 
-import psycopg
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access.keys import KEYED_PROVIDERS, KeyVault, check_key_binding
@@ -22,11 +21,13 @@ from sluice.access.resolve import (
 )
 from sluice.chunking import validate_collection_config
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel, find_model, load_catalog
 from sluice.embedding.endpoints import deployment_policy, endpoint_problem
 from sluice.errors import ConflictError, ValidationError
 from sluice.identity import Principal
+from sluice.vectors import store as vector_store
 from sluice.vectors.names import MAX_COLLECTION_CHARS, validate_collection_name
 
 DEFAULT_PROVIDER = "local"
@@ -84,7 +85,7 @@ def derive_collection_name(display_name: str) -> str:
     return f"{slug}_{secrets.token_hex(3)}"
 
 
-def claim_name(conn: psycopg.Connection, p: Principal, name: str) -> list[KnowledgeBase]:
+def claim_name(conn: Connection, p: Principal, name: str) -> list[KnowledgeBase]:
     """Refuse a name that is not free for the caller (R-VEC-4); return the bases already on it.
 
     A name is free when every base holding it is one the caller may write (they
@@ -101,7 +102,7 @@ def claim_name(conn: psycopg.Connection, p: Principal, name: str) -> list[Knowle
         )
     holders = kb_repo.by_collection(conn, name)
     taken = any(not can_write(p, h) for h in holders) if holders else (
-        not p.is_app_admin and kb_repo.unfiled_content_holds(conn, name, p.org_id)
+        not p.is_app_admin and unfiled_content_holds(conn, name, p.org_id)
     )
     if taken:
         raise ConflictError(
@@ -109,6 +110,12 @@ def claim_name(conn: psycopg.Connection, p: Principal, name: str) -> list[Knowle
             fields={"collection_name": "This name is already taken; choose another."},
         )
     return holders
+
+
+def unfiled_content_holds(conn: Connection, name: str, org_id: str | None) -> bool:
+    """Whether content no base files sits under the name for another tenant (R-VEC-4): rows an
+    operator's ingest (or a deleted base) left with no base, or chunks in the name's table."""
+    return kb_repo.unfiled_rows_hold(conn, name, org_id) or vector_store.holds_chunks_outside(conn, name, org_id)
 
 
 def _check_endpoint(provider: str, base_url: str | None) -> None:
@@ -194,7 +201,7 @@ def _check_scope(p: Principal, scope: str) -> None:
                               fields={"scope": "Only an app admin may choose app."})
 
 
-def create_base(conn: psycopg.Connection, p: Principal, body: CreateKnowledgeBase,
+def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
                 vault: KeyVault | None = None) -> KnowledgeBase:
     _check_scope(p, body.scope)
     if body.collection_name is not None:
@@ -260,7 +267,7 @@ def _rebound_key(p: Principal, vault: KeyVault | None, kb: KnowledgeBase, provid
     return _adoptable_key(p, vault, kb.scope, replace(kb, embedding_provider=provider, embedding_base_url=base_url))
 
 
-def update_base(conn: psycopg.Connection, p: Principal, kb_id: str, body: UpdateKnowledgeBase,
+def update_base(conn: Connection, p: Principal, kb_id: str, body: UpdateKnowledgeBase,
                 vault: KeyVault | None = None) -> KnowledgeBase:
     """PATCH /kb/{id}: the provider, endpoint, key and ingestion config may change; the space may not."""
     kb = resolve_base(conn, p, kb_id, write=True, lock="update")
@@ -302,19 +309,19 @@ def update_base(conn: psycopg.Connection, p: Principal, kb_id: str, body: Update
     return kb_repo.update(conn, kb.id, changes)
 
 
-def get_base(conn: psycopg.Connection, p: Principal, kb_id: str) -> KnowledgeBase:
+def get_base(conn: Connection, p: Principal, kb_id: str) -> KnowledgeBase:
     return resolve_base(conn, p, kb_id)
 
 
-def list_bases(conn: psycopg.Connection, p: Principal) -> list[KnowledgeBase]:
+def list_bases(conn: Connection, p: Principal) -> list[KnowledgeBase]:
     return readable_bases(conn, p)
 
 
-def list_collections(conn: psycopg.Connection, p: Principal) -> list[ReachableCollection]:
+def list_collections(conn: Connection, p: Principal) -> list[ReachableCollection]:
     return reachable_collections(conn, p)
 
 
-def grant_access(conn: psycopg.Connection, p: Principal, kb_id: str, body: GrantRequest) -> KnowledgeBase:
+def grant_access(conn: Connection, p: Principal, kb_id: str, body: GrantRequest) -> KnowledgeBase:
     """Widen one organization base for one member; whoever may write the base may grant (R-ACC-1)."""
     kb = resolve_base(conn, p, kb_id, write=True, lock="update")
     if kb.scope != "org":
@@ -327,7 +334,7 @@ def grant_access(conn: psycopg.Connection, p: Principal, kb_id: str, body: Grant
     return replace(kb, grants={**kb.grants, body.user_id: body.permission})
 
 
-def revoke_access(conn: psycopg.Connection, p: Principal, kb_id: str, user_id: str) -> None:
+def revoke_access(conn: Connection, p: Principal, kb_id: str, user_id: str) -> None:
     """Remove a member's grant on a base; removing one that is not there changes nothing."""
     kb = resolve_base(conn, p, kb_id, write=True, lock="update")
     kb_repo.delete_grant(conn, kb.id, user_id)

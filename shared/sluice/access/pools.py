@@ -21,10 +21,9 @@ import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-import psycopg
-
 from sluice.config import Settings
 from sluice.db import upload_quotas
+from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError, ValidationError
 from sluice.identity import Principal
@@ -46,14 +45,10 @@ def indexing_paused(settings: Settings, read_parameter: ParameterReader | None =
     name = settings.indexing_paused_parameter
     if not name:
         return False
-    reader = read_parameter
-    if reader is None:
-        # The adapter is only needed where a parameter is configured (AWS, the local runtime).
-        from sluice.aws import parameter_value
-
-        reader = parameter_value
+    if read_parameter is None:
+        raise ValueError("INDEXING_PAUSED_PARAMETER is set, and nothing was given to read it with")
     try:
-        value = reader(name, max_age=settings.indexing_paused_cache_seconds)
+        value = read_parameter(name, max_age=settings.indexing_paused_cache_seconds)
     except Exception:
         # A switch that cannot be read errs toward stopping uploads; search is unaffected.
         log.exception("the indexing kill switch could not be read; treating indexing as paused")
@@ -78,7 +73,7 @@ def _retry_after(accepted: list[datetime], limit: int, wanted: int, window: time
     return (accepted[leaving - 1] + window - now).total_seconds()
 
 
-def admit_upload(conn: psycopg.Connection, p: Principal, kb: KnowledgeBase, settings: Settings,
+def admit_upload(conn: Connection, p: Principal, kb: KnowledgeBase, settings: Settings,
                  documents: int = 1) -> None:
     """Refuse an upload a private pool has no room or no budget for; otherwise count it.
 
@@ -113,7 +108,7 @@ def admit_upload(conn: psycopg.Connection, p: Principal, kb: KnowledgeBase, sett
     upload_quotas.record(conn, p.user_id, now, keep=DAY, count=documents)
 
 
-def admit_unpacked(conn: psycopg.Connection, kb: KnowledgeBase, members: int, settings: Settings) -> None:
+def admit_unpacked(conn: Connection, kb: KnowledgeBase, members: int, settings: Settings) -> None:
     """Refuse unpacking ``members`` new documents into a private pool that has no room for them.
 
     Checked again where an archive is unpacked: a presigned archive was never read
@@ -125,7 +120,7 @@ def admit_unpacked(conn: psycopg.Connection, kb: KnowledgeBase, members: int, se
     _check_room(conn, kb.owner_id, members, settings)
 
 
-def _check_room(conn: psycopg.Connection, owner_id: str, documents: int, settings: Settings) -> None:
+def _check_room(conn: Connection, owner_id: str, documents: int, settings: Settings) -> None:
     held = upload_quotas.private_pool_documents(conn, owner_id)
     if held + documents <= settings.private_doc_cap:
         return

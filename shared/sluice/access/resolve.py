@@ -30,9 +30,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-import psycopg
-
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.errors import CollectionNotFoundError
 from sluice.identity import Principal
@@ -70,7 +69,7 @@ def _check(p: Principal, kb: KnowledgeBase | None, write: bool) -> KnowledgeBase
     return kb
 
 
-def resolve_base(conn: psycopg.Connection, p: Principal, kb_id: str | uuid.UUID, *, write: bool = False,
+def resolve_base(conn: Connection, p: Principal, kb_id: str | uuid.UUID, *, write: bool = False,
                  lock: str | None = None) -> KnowledgeBase:
     """The base ``kb_id`` if the caller reaches it (writes it, with ``write``); otherwise "not found"."""
     try:
@@ -80,12 +79,12 @@ def resolve_base(conn: psycopg.Connection, p: Principal, kb_id: str | uuid.UUID,
     return _check(p, kb_repo.get(conn, ident, lock=lock), write)
 
 
-def readable_bases(conn: psycopg.Connection, p: Principal) -> list[KnowledgeBase]:
+def readable_bases(conn: Connection, p: Principal) -> list[KnowledgeBase]:
     """Every base the caller reads, oldest first."""
     return [b for b in kb_repo.candidates_for(conn, p.user_id, p.org_id) if can_read(p, b)]
 
 
-def resolve_collection(conn: psycopg.Connection, p: Principal, name: str, *, write: bool = False
+def resolve_collection(conn: Connection, p: Principal, name: str, *, write: bool = False
                        ) -> list[KnowledgeBase]:
     """The bases holding ``name`` that the caller reaches, oldest first; none reachable is "not found".
 
@@ -108,7 +107,7 @@ class ReachableCollection:
     bases: tuple[KnowledgeBase, ...]
 
 
-def reachable_collections(conn: psycopg.Connection, p: Principal) -> list[ReachableCollection]:
+def reachable_collections(conn: Connection, p: Principal) -> list[ReachableCollection]:
     """Each collection name the caller reaches, once, with the reachable bases holding it."""
     grouped: dict[str, list[KnowledgeBase]] = {}
     for kb in readable_bases(conn, p):

@@ -1,111 +1,155 @@
 """The API Gateway HTTP API (payload 2.0) edge: one resolver factory, one error mapping.
 
-Every error leaves as ``{"error": {"code", "message", "details"}}`` (R-ERR-1); an
-unexpected exception is logged with its traceback and answered with a 500 that
-names nothing internal.
+Routes declare typed bodies, parameters and responses; Powertools validates
+them and generates the OpenAPI document from them (``sluice.api.openapi``).
+Every error leaves as ``{"error": {"code", "message", "details"}}`` (R-ERR-1),
+field errors named in ``details.fields``; an unexpected exception is logged
+with its traceback and answered with a 500 that names nothing internal.
 """
 
 from __future__ import annotations
 
-import base64
 import json
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFound
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from sluice.errors import NotFoundError, SluiceError, ValidationError
+from sluice.errors import NotFoundError, SluiceError, UnprocessableError, ValidationError
 from sluice.identity import Principal, principal_from_event
-from sluice.observability import logger
 
+log = logging.getLogger("sluice.api")
 M = TypeVar("M", bound=BaseModel)
 
+# Deeper than any body a route takes (a search's filters are three levels): a body nested further
+# is refused before it is parsed for the route, and json's own recursion limit never answers.
+MAX_JSON_DEPTH = 32
+NUL_SENTENCE = "Must not contain a NUL character."
+_GENERIC_500 = "Something went wrong on our side; try again. The service log has the details."
 
-def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+
+class SluiceResolver(APIGatewayHttpResolver):
+    """Powertools' HTTP API resolver with validation on, and hostile input refused before it.
+
+    A NUL character (PostgreSQL text cannot hold one) and JSON nested past any
+    body are answered 400 here, before Powertools parses the body for the route.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(enable_validation=True)
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            refuse_hostile_input(event)
+        except SluiceError as exc:
+            return {"statusCode": exc.status, "headers": {"Content-Type": "application/json", **exc.headers},
+                    "body": json.dumps(exc.body()), "isBase64Encoded": False}
+        return super().resolve(event, context)
+
+
+def respond(status: int, body: BaseModel | None) -> Response[Any]:
+    """A body with a status other than 200 (201 created, 202 accepted, 204 with none)."""
+    return Response(status_code=status, content_type="application/json" if body is not None else None, body=body)
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[Any]:
     return Response(status_code=status, content_type="application/json",
                     body=json.dumps(body, default=str), headers=headers or {})
 
 
-def error_response(exc: SluiceError) -> Response:
+def error_response(exc: SluiceError) -> Response[Any]:
     return json_response(exc.status, exc.body(), exc.headers)
 
 
-# Deeper than any body a route takes (a search's filters are three levels): a body nested further
-# is refused before it is walked, and json's own recursion limit is never what answers.
-MAX_JSON_DEPTH = 32
-NUL_SENTENCE = "Must not contain a NUL character."
-
-
-def _refuse_nul_in_request(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
-    """Path parameters and query values with a NUL are 400: PostgreSQL text cannot hold one.
-
-    A path parameter is checked decoded too: a route that takes an opaque id (a user id such
-    as auth0|123) decodes it.
-    """
-    event = app.current_event
-    for values in (event.path_parameters or {}, event.query_string_parameters or {}):
-        for name, value in values.items():
-            if "\x00" in str(value) or "\x00" in unquote(str(value)):
-                raise ValidationError(f"{name} contains a NUL character", fields={name: NUL_SENTENCE})
-    return next_middleware(app)
-
-
-def build_resolver() -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver()
-    app.use(middlewares=[_refuse_nul_in_request])
+def build_resolver() -> SluiceResolver:
+    app = SluiceResolver()
 
     @app.exception_handler(SluiceError)
-    def _sluice_error(exc: SluiceError) -> Response:
+    def _sluice_error(exc: SluiceError) -> Response[Any]:
         return error_response(exc)
 
+    @app.exception_handler(RequestValidationError)
+    def _invalid_request(exc: RequestValidationError) -> Response[Any]:
+        return error_response(request_refusal(exc.errors()))
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _wrong_media(exc: RequestUnsupportedContentType) -> Response[Any]:
+        return error_response(ValidationError(
+            "The request body is not of a type this route takes",
+            fields={"body": "Send JSON (application/json), or a file as multipart/form-data where the route "
+                            "takes one."}))
+
     @app.not_found
-    def _not_found(exc: Exception) -> Response:
+    def _not_found(exc: RouteNotFound) -> Response[Any]:
         return error_response(NotFoundError("No such route"))
 
     @app.exception_handler(Exception)
-    def _unexpected(exc: Exception) -> Response:
-        logger.exception("unhandled error")
-        err = SluiceError("Something went wrong on our side; try again. The service log has the details.")
-        return error_response(err)
+    def _unexpected(exc: Exception) -> Response[Any]:
+        log.exception("unhandled error")
+        return error_response(SluiceError(_GENERIC_500))
 
     return app
 
 
-def principal(app: APIGatewayHttpResolver) -> Principal:
-    return principal_from_event(app.current_event.raw_event)
+def request_refusal(errors: Sequence[Any]) -> ValidationError:
+    """Powertools' validation errors as R-ERR-1: a body that is not JSON, a path or query value
+    out of range, a field missing or wrong — each named by its dotted field, with a sentence."""
+    fields: dict[str, str] = {}
+    malformed = False
+    for err in errors:
+        loc = [str(part) for part in err.get("loc", ())]
+        where, rest = (loc[0], loc[1:]) if loc else ("body", [])
+        if err.get("type") in ("json_invalid", "multipart_invalid"):
+            malformed = True
+            fields["body"] = "Not valid JSON." if err["type"] == "json_invalid" else "Not a valid multipart body."
+            continue
+        key = ".".join(rest) if rest else where
+        fields.setdefault(key, _sentence(err))
+        malformed = malformed or where in ("path", "query", "header")
+    if malformed:
+        return ValidationError("The request is not valid", fields=fields)
+    return UnprocessableError("The request has invalid fields", fields=fields)
 
 
-def fields_from(exc: PydanticValidationError, prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"])
-        key = f"{prefix}{path}" if path else (prefix.rstrip(".") or "body")
-        out.setdefault(key, err["msg"])
-    return out
+def _sentence(err: Mapping[str, Any]) -> str:
+    message = str(err.get("msg") or "").strip()
+    if not message:
+        message = {"missing": "Required.", "extra_forbidden": "Not a field this route takes."}.get(
+            str(err.get("type")), "Not valid.")
+    return message if message.endswith(".") else message + "."
 
 
-def raw_body(app: APIGatewayHttpResolver) -> bytes:
-    event = app.current_event.raw_event
-    body = event.get("body") or ""
-    if event.get("isBase64Encoded"):
-        return base64.b64decode(body)
-    return body.encode() if isinstance(body, str) else body
-
-
-def parse_json(app: APIGatewayHttpResolver, model: type[M]) -> M:
-    raw = raw_body(app)
+def refuse_hostile_input(event: Mapping[str, Any]) -> None:
+    """Refuse a NUL in a path parameter or query value (decoded too), and a JSON body nested too
+    deep or holding a NUL; 400 naming the field."""
+    for values in (event.get("pathParameters") or {}, event.get("queryStringParameters") or {}):
+        for name, value in values.items():
+            if "\x00" in str(value) or "\x00" in unquote(str(value)):
+                raise ValidationError(f"{name} contains a NUL character", fields={name: NUL_SENTENCE})
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    ctype = headers.get("content-type", "")
+    if ctype.startswith("multipart/form-data") and "boundary=" not in ctype:
+        raise ValidationError("Send the file as multipart/form-data with its boundary",
+                              fields={"body": "Not a valid multipart body."})
+    body = event.get("body")
+    if not body or event.get("isBase64Encoded") or not (ctype == "" or ctype.startswith("application/json")):
+        return
     try:
-        data = json.loads(raw or b"{}")
+        data = json.loads(body)
     except RecursionError:
         raise _too_deep() from None
     except ValueError:
-        raise ValidationError("The request body is not valid JSON", fields={"body": "Not valid JSON."}) from None
-    if not isinstance(data, dict):
-        raise ValidationError("The request body must be a JSON object", fields={"body": "Expected an object."})
+        return  # the route's own validation answers it
     check_json_values(data)
-    return validate(model, data)
 
 
 def _too_deep() -> ValidationError:
@@ -114,7 +158,7 @@ def _too_deep() -> ValidationError:
 
 
 def check_json_values(data: Any) -> None:
-    """Refuse a body nested too deep, or holding a NUL in any key or string (400 naming the field).
+    """Refuse a value nested too deep, or holding a NUL in any key or string (400 naming the field).
 
     Iterative, so a hostile depth costs a loop, not the stack.
     """
@@ -135,23 +179,17 @@ def check_json_values(data: Any) -> None:
             pending.extend((item, f"{path}.{i}", depth + 1) for i, item in enumerate(value))
 
 
+def principal(app: APIGatewayHttpResolver) -> Principal:
+    return principal_from_event(app.current_event.raw_event)
+
+
 def validate(model: type[M], data: dict[str, Any], prefix: str = "") -> M:
+    """``data`` as ``model``; a refusal names each field (``prefix`` + its dotted path), 422."""
     try:
         return model.model_validate(data)
     except PydanticValidationError as exc:
-        from sluice.errors import UnprocessableError
-
-        raise UnprocessableError("The request has invalid fields", fields=fields_from(exc, prefix)) from None
-
-
-def query_int(app: APIGatewayHttpResolver, name: str, default: int, *, lo: int, hi: int) -> int:
-    raw = app.current_event.get_query_string_value(name, None)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"{name} must be an integer", fields={name: "Must be an integer."}) from None
-    if not lo <= value <= hi:
-        raise ValidationError(f"{name} must be between {lo} and {hi}", fields={name: f"Between {lo} and {hi}."})
-    return value
+        fields: dict[str, str] = {}
+        for err in exc.errors():
+            path = ".".join(str(p) for p in err["loc"])
+            fields.setdefault(f"{prefix}{path}" if path else (prefix.rstrip(".") or "body"), _sentence(err))
+        raise UnprocessableError("The request has invalid fields", fields=fields) from None

@@ -1,77 +1,410 @@
-"""Response bodies: rows become responses here, field by field, never by accident."""
+"""Every response body the API answers, and how a domain value becomes one.
+
+Rows become responses here, field by field, never by accident (a row never
+reaches a client whole). Each body is a model, so the routes are validated
+against it and the OpenAPI document describes it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from datetime import date, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
+from sluice.embedding import CatalogModel
+from sluice.ingest.documents import DocumentPage, IngestionCounts
+from sluice.ingest.uploads import Accepted
+from sluice.search.ranking import RERANK_GATE, VEC_GATE, hybrid_score, passes_gates, score
+from sluice.search.service import SearchOutcome
+from sluice.vectors.search import Candidate
 
 
-def kb_view(kb: KnowledgeBase, *, writable: bool = False) -> dict[str, Any]:
-    """A base as its reader sees it; its key, endpoint and grants only to those who may change it."""
-    body: dict[str, Any] = {
-        "id": str(kb.id),
-        "name": kb.name,
-        "collection_name": kb.collection_name,
-        "scope": kb.scope,
-        "org_id": kb.org_id,
-        "owner_id": kb.owner_id,
-        "is_default": kb.is_default,
-        "description": kb.description,
-        "embedding_provider": kb.embedding_provider,
-        "embedding_model": kb.embedding_model,
-        "embedding_dim": kb.embedding_dim,
-        "ingestion_config": kb.ingestion_config,
-        "created_by": kb.created_by,
-        "created_at": kb.created_at.isoformat() if kb.created_at else None,
-        "can_write": writable,
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- errors (R-ERR-1) -----------------------------------------------------------------------
+
+class ErrorDetail(Body):
+    code: str = Field(description="VALIDATION_ERROR, UNSUPPORTED_TYPE, FILE_TOO_LARGE, NOT_FOUND, CONFLICT, ...")
+    message: str
+    details: dict[str, Any] = Field(
+        description="fields: {dotted.field: sentence} for a field error; retry_after for 429; and so on.")
+
+
+class ErrorBody(Body):
+    error: ErrorDetail
+
+
+# --- health, catalog, formats ----------------------------------------------------------------
+
+class HealthOut(Body):
+    status: Literal["ok"]
+
+
+class CatalogModelOut(Body):
+    provider: str
+    model: str
+    dim: int
+    max_input_tokens: int
+    allowed_dims: list[int]
+    description: str
+
+
+class EmbeddingModelsOut(Body):
+    models: list[CatalogModelOut]
+
+
+def catalog_view(models: Sequence[CatalogModel]) -> EmbeddingModelsOut:
+    return EmbeddingModelsOut(models=[
+        CatalogModelOut(provider=m.provider, model=m.model, dim=m.dim, max_input_tokens=m.max_input_tokens,
+                        allowed_dims=list(m.allowed_dims), description=m.description)
+        for m in models
+    ])
+
+
+class SupportedFormatsOut(Body):
+    extensions: dict[str, str] = Field(description="Every extension Sluice reads, and its family.")
+    knowledge_base: list[str] = Field(description="The extensions a knowledge base indexes.")
+    chat_only: list[str] = Field(description="The extensions only a chat attachment takes (images).")
+
+
+# --- knowledge bases and collections ---------------------------------------------------------
+
+class GrantOut(Body):
+    user_id: str
+    permission: Literal["view", "edit"]
+
+
+class KnowledgeBaseOut(Body):
+    """A base as a reader sees it."""
+
+    id: str
+    name: str
+    collection_name: str
+    scope: Literal["personal", "org", "app"]
+    org_id: str | None
+    owner_id: str | None
+    is_default: bool
+    description: str
+    embedding_provider: str
+    embedding_model: str
+    embedding_dim: int
+    ingestion_config: dict[str, Any]
+    created_by: str
+    created_at: datetime | None
+    can_write: bool
+
+
+class WritableKnowledgeBaseOut(KnowledgeBaseOut):
+    """A base as one who may change it sees it: also its key, its endpoint and its grants."""
+
+    embedding_base_url: str | None
+    embedding_secret_id: str | None
+    grants: list[GrantOut]
+
+
+def kb_view(kb: KnowledgeBase, *, writable: bool = False) -> KnowledgeBaseOut:
+    """The base as the caller sees it: a writer's view when they may change it."""
+    return writable_kb_view(kb) if writable else KnowledgeBaseOut(**_kb_fields(kb, writable=False))
+
+
+def writable_kb_view(kb: KnowledgeBase) -> WritableKnowledgeBaseOut:
+    # Which key pays and where the workers send text: a writer's business, not every reader's.
+    return WritableKnowledgeBaseOut(
+        **_kb_fields(kb, writable=True), embedding_base_url=kb.embedding_base_url,
+        embedding_secret_id=kb.embedding_secret_id,
+        grants=[GrantOut(user_id=u, permission=perm) for u, perm in sorted(kb.grants.items())],  # type: ignore[arg-type]
+    )
+
+
+def _kb_fields(kb: KnowledgeBase, *, writable: bool) -> dict[str, Any]:
+    return {
+        "id": str(kb.id), "name": kb.name, "collection_name": kb.collection_name, "scope": kb.scope,
+        "org_id": kb.org_id, "owner_id": kb.owner_id, "is_default": kb.is_default, "description": kb.description,
+        "embedding_provider": kb.embedding_provider, "embedding_model": kb.embedding_model,
+        "embedding_dim": kb.embedding_dim, "ingestion_config": kb.ingestion_config, "created_by": kb.created_by,
+        "created_at": kb.created_at, "can_write": writable,
     }
-    if writable:
-        # Which key pays and where the workers send text: a writer's business, not every reader's.
-        body["embedding_base_url"] = kb.embedding_base_url
-        body["embedding_secret_id"] = kb.embedding_secret_id
-        body["grants"] = [{"user_id": u, "permission": perm} for u, perm in sorted(kb.grants.items())]
-    return body
 
 
-def collection_view(name: str, bases: Sequence[KnowledgeBase]) -> dict[str, Any]:
+class KnowledgeBasesOut(Body):
+    knowledge_bases: list[WritableKnowledgeBaseOut | KnowledgeBaseOut]
+
+
+class BaseOnCollectionOut(Body):
+    id: str
+    name: str
+    scope: str
+    org_id: str | None
+
+
+class CollectionOut(Body):
+    name: str
+    embedding_model: str
+    embedding_dim: int
+    knowledge_bases: list[BaseOnCollectionOut]
+
+
+class CollectionsOut(Body):
+    collections: list[CollectionOut]
+
+
+def collection_view(name: str, bases: Sequence[KnowledgeBase]) -> CollectionOut:
     """One collection name, once, with the bases on it the caller reaches (they share one embedding space)."""
+    return CollectionOut(
+        name=name, embedding_model=bases[0].embedding_model, embedding_dim=bases[0].embedding_dim,
+        knowledge_bases=[BaseOnCollectionOut(id=str(kb.id), name=kb.name, scope=kb.scope, org_id=kb.org_id)
+                         for kb in bases],
+    )
+
+
+# --- documents -------------------------------------------------------------------------------
+
+class ProgressOut(Body):
+    done: int
+    total: int
+
+
+class DocumentOut(Body):
+    id: str
+    kb_id: str | None
+    collection_name: str
+    filename: str
+    filesize: int | None
+    filetype: str | None
+    status: Literal["processing", "done", "error"]
+    stage: str = Field(description="queued, parsing, chunking, embedding, done")
+    progress: ProgressOut | None = Field(description="The steps of the current stage, where it has them.")
+    error_message: str | None
+    document_id: str | None
+    chunk_count: int
+    storage_path: str | None
+    has_file: bool = Field(description="Whether an original is stored to download or retry from.")
+    attempt: int
+    source: str
+    source_path: str | None
+    content_hash: str | None
+    organizational_unit: str | None
+    document_type: str | None
+    document_date: date | None
+    uploaded_by: str | None
+    created_at: datetime | None
+    completed_at: datetime | None
+
+
+def document_view(d: Document) -> DocumentOut:
+    progress = None
+    if d.progress_total is not None and d.progress_done is not None:
+        progress = ProgressOut(done=d.progress_done, total=d.progress_total)
+    return DocumentOut(
+        id=str(d.id), kb_id=str(d.kb_id) if d.kb_id else None, collection_name=d.collection_name,
+        filename=d.filename, filesize=d.filesize, filetype=d.filetype, status=d.status,  # type: ignore[arg-type]
+        stage=d.stage, progress=progress, error_message=d.error_message,
+        document_id=str(d.vector_document_id) if d.vector_document_id else None, chunk_count=d.chunk_count,
+        storage_path=d.storage_path, has_file=d.storage_path is not None, attempt=d.attempt, source=d.source,
+        source_path=d.source_path, content_hash=d.content_hash, organizational_unit=d.organizational_unit,
+        document_type=d.document_type, document_date=d.document_date, uploaded_by=d.uploaded_by,
+        created_at=d.created_at, completed_at=d.completed_at,
+    )
+
+
+class DocumentsOut(Body):
+    documents: list[DocumentOut]
+    total: int
+    limit: int
+    offset: int
+    next_offset: int | None
+
+
+def documents_view(page: DocumentPage) -> DocumentsOut:
+    return DocumentsOut(documents=[document_view(d) for d in page.documents], total=page.total, limit=page.limit,
+                        offset=page.offset, next_offset=page.next_offset)
+
+
+class IngestionCountsOut(Body):
+    indexing_status: Literal["indexing", "complete"]
+    processing_count: int
+    indexed_count: int
+    failed_count: int
+    document_count: int
+    chunk_count: int
+
+
+class KnowledgeBaseIngestionOut(IngestionCountsOut):
+    kb_id: str
+    collection_name: str
+
+
+class CollectionInfoOut(IngestionCountsOut):
+    collection_name: str
+    knowledge_base_ids: list[str]
+    embedding_model: str
+    embedding_dim: int
+
+
+def _counts(counts: IngestionCounts) -> dict[str, Any]:
+    return {"indexing_status": counts.indexing_status, "processing_count": counts.processing,
+            "indexed_count": counts.indexed, "failed_count": counts.failed, "document_count": counts.documents,
+            "chunk_count": counts.chunks}
+
+
+def kb_ingestion_view(kb: KnowledgeBase, counts: IngestionCounts) -> KnowledgeBaseIngestionOut:
+    return KnowledgeBaseIngestionOut(kb_id=str(kb.id), collection_name=kb.collection_name, **_counts(counts))
+
+
+def collection_info_view(name: str, bases: Sequence[KnowledgeBase], counts: IngestionCounts) -> CollectionInfoOut:
+    return CollectionInfoOut(collection_name=name, knowledge_base_ids=[str(b.id) for b in bases],
+                             embedding_model=bases[0].embedding_model, embedding_dim=bases[0].embedding_dim,
+                             **_counts(counts))
+
+
+class DocumentContentOut(Body):
+    id: str
+    filename: str
+    content: str
+
+
+class DownloadOut(Body):
+    url: str
+    expires_in: int
+    filename: str
+
+
+class DeletedOut(Body):
+    id: str
+    deleted: Literal[True]
+
+
+# --- uploads (R-DOC-2) -----------------------------------------------------------------------
+
+class AcceptedOut(Body):
+    """The same shape from every upload route: the row, and its document id once indexed."""
+
+    id: str
+    status: Literal["processing", "done", "error"]
+    filename: str
+    collection_name: str
+    document_id: str | None
+
+
+class PresignedPostOut(Body):
+    url: str
+    fields: dict[str, str] = Field(description="Send every field with the POST, and the file last.")
+    expires_in: int
+
+
+class PresignedAcceptedOut(AcceptedOut):
+    upload: PresignedPostOut
+
+
+def _accepted_fields(accepted: Accepted) -> dict[str, Any]:
+    d = accepted.document
+    return {"id": str(d.id), "status": d.status, "filename": d.filename, "collection_name": d.collection_name,
+            "document_id": str(d.vector_document_id) if d.vector_document_id else None}
+
+
+def accepted_view(accepted: Accepted) -> AcceptedOut:
+    return AcceptedOut(**_accepted_fields(accepted))
+
+
+def presigned_view(accepted: Accepted) -> PresignedAcceptedOut:
+    if accepted.upload is None:
+        raise ValueError("a presigned upload without its POST")
+    return PresignedAcceptedOut(**_accepted_fields(accepted), upload=PresignedPostOut(**accepted.upload))
+
+
+# --- search (R-SRCH-1..5) --------------------------------------------------------------------
+
+class ResultMetadataOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    source: str | None
+    document_type: str | None
+    organizational_unit: str | None
+    document_date: date | None
+    source_path: str | None
+
+
+class SearchResultOut(Body):
+    content: str
+    score: float = Field(description="What results are ordered by: the reranker's score, else hybrid_score.")
+    vec_score: float
+    text_score: float
+    hybrid_score: float
+    reranker_score: float | None
+    collection: str
+    document_id: str
+    kb_id: str | None
+    filename: str | None
+    chunk_index: int
+    page_start: int | None
+    page_end: int | None
+    organizational_unit: str | None
+    source: str | None
+    metadata: ResultMetadataOut
+
+
+class DiagnosticCandidateOut(SearchResultOut):
+    passed: bool = Field(description="Whether the candidate passes the gates a search applies.")
+
+
+class SearchOut(Body):
+    query: str
+    results: list[SearchResultOut]
+    count: int
+
+
+class DiagnosticOut(Body):
+    query: str
+    vec_gate: float
+    reranker_gate: float
+    candidates: list[DiagnosticCandidateOut]
+    count: int
+
+
+def _result_fields(c: Candidate) -> dict[str, Any]:
     return {
-        "name": name,
-        "embedding_model": bases[0].embedding_model,
-        "embedding_dim": bases[0].embedding_dim,
-        "knowledge_bases": [
-            {"id": str(kb.id), "name": kb.name, "scope": kb.scope, "org_id": kb.org_id} for kb in bases
-        ],
+        "content": c.content,
+        "score": round(score(c), 6),
+        "vec_score": round(c.vec_score, 6),
+        "text_score": round(c.text_score, 6),
+        "hybrid_score": round(hybrid_score(c), 6),
+        "reranker_score": round(c.reranker_score, 6) if c.reranker_score is not None else None,
+        "collection": c.collection,
+        "document_id": str(c.document_id),
+        "kb_id": str(c.kb_id) if c.kb_id else None,
+        "filename": c.filename,
+        "chunk_index": c.chunk_index,
+        "page_start": c.page_start,
+        "page_end": c.page_end,
+        "organizational_unit": c.organizational_unit,
+        "source": c.source,
+        "metadata": ResultMetadataOut(**{
+            **c.metadata, "source": c.source, "document_type": c.document_type,
+            "organizational_unit": c.organizational_unit, "document_date": c.document_date,
+            "source_path": c.source_path,
+        }),
     }
 
 
-def document_view(d: Document) -> dict[str, Any]:
-    return {
-        "id": str(d.id),
-        "kb_id": str(d.kb_id) if d.kb_id else None,
-        "collection_name": d.collection_name,
-        "filename": d.filename,
-        "filesize": d.filesize,
-        "filetype": d.filetype,
-        "status": d.status,
-        "stage": d.stage,
-        "error_message": d.error_message,
-        "document_id": str(d.vector_document_id) if d.vector_document_id else None,
-        "chunk_count": d.chunk_count,
-        "storage_path": d.storage_path,
-        # A synced or removed file has no stored original: nothing to download or retry from.
-        "has_file": d.storage_path is not None,
-        "attempt": d.attempt,
-        "source": d.source,
-        "source_path": d.source_path,
-        "content_hash": d.content_hash,
-        "organizational_unit": d.organizational_unit,
-        "document_type": d.document_type,
-        "document_date": d.document_date.isoformat() if d.document_date else None,
-        "uploaded_by": d.uploaded_by,
-        "created_at": d.created_at.isoformat() if d.created_at else None,
-        "completed_at": d.completed_at.isoformat() if d.completed_at else None,
-    }
+def search_view(outcome: SearchOutcome) -> SearchOut:
+    return SearchOut(query=outcome.query, results=[SearchResultOut(**_result_fields(c)) for c in outcome.results],
+                     count=len(outcome.results))
+
+
+def diagnostic_view(outcome: SearchOutcome) -> DiagnosticOut:
+    return DiagnosticOut(
+        query=outcome.query, vec_gate=VEC_GATE, reranker_gate=RERANK_GATE,
+        candidates=[DiagnosticCandidateOut(**_result_fields(c), passed=passes_gates(c)) for c in outcome.results],
+        count=len(outcome.results),
+    )
+
+
+class FilterValuesOut(Body):
+    collection_name: str
+    organizational_units: list[str]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, suppress
+from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -21,8 +22,13 @@ from psycopg_pool import ConnectionPool
 
 from sluice.config import get_settings
 
+# The pool's connections hand out rows as dicts.
+Connection = psycopg.Connection[dict[str, Any]]
+# A unit of work: a transaction that commits when its block ends normally and rolls back otherwise.
+UnitOfWork = Callable[[], AbstractContextManager[Connection]]
+
 _lock = threading.Lock()
-_pool: ConnectionPool | None = None
+_pool: ConnectionPool[Connection] | None = None
 
 
 def _url_from_secret(secret_id: str) -> str:
@@ -66,19 +72,20 @@ def with_tls(url: str) -> str:
     return make_conninfo(url, sslmode="require")
 
 
-def _configure(conn: psycopg.Connection) -> None:
+def _configure(conn: Connection) -> None:
     # The vector extension does not exist before the first migration.
     with suppress(psycopg.ProgrammingError):
         register_vector(conn)
     conn.commit()
 
 
-def get_pool() -> ConnectionPool:
+def get_pool() -> ConnectionPool[Connection]:
     global _pool
     with _lock:
         if _pool is None:
             _pool = ConnectionPool(
                 database_url(),
+                connection_class=psycopg.Connection[dict[str, Any]],
                 min_size=1,
                 max_size=get_settings().db_pool_max_size,
                 kwargs={"row_factory": dict_row, "autocommit": False},
@@ -98,7 +105,7 @@ def close_pool() -> None:
 
 
 @contextmanager
-def transaction() -> Iterator[psycopg.Connection]:
+def transaction() -> Iterator[Connection]:
     """One unit of work: commits when the block ends normally, rolls back otherwise."""
     with get_pool().connection() as conn:
         yield conn

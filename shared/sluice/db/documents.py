@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-import psycopg
 from psycopg.types.json import Jsonb
+
+from sluice.db.connection import Connection
 
 
 @dataclass
@@ -42,15 +43,21 @@ class Document:
     source_etag: str | None = None
     source_sequencer: str | None = None
     last_failure: str | None = None
+    # The current stage's progress, where it has steps (embedding: provider batches done / all).
+    progress_done: int | None = None
+    progress_total: int | None = None
+
+    def is_current(self, attempt: int | None) -> bool:
+        """Whether a stage event for ``attempt`` (any attempt, with None) may still act on this row."""
+        return self.status == "processing" and (attempt is None or self.attempt == attempt)
 
 
 _FIELDS = ", ".join(Document.__dataclass_fields__)
 
 # The pool hands out dict-row connections; rows are read by column name.
-Conn = psycopg.Connection[Any]
 
 
-def _insert(conn: Conn, values: dict[str, Any], conflict: str) -> Document | None:
+def _insert(conn: Connection, values: dict[str, Any], conflict: str) -> Document | None:
     values.setdefault("id", uuid.uuid4())
     if values.get("ingestion_override") is not None:
         values["ingestion_override"] = Jsonb(values["ingestion_override"])
@@ -62,24 +69,24 @@ def _insert(conn: Conn, values: dict[str, Any], conflict: str) -> Document | Non
     return Document(**row) if row else None
 
 
-def insert(conn: Conn, **values: Any) -> Document:
+def insert(conn: Connection, **values: Any) -> Document:
     doc = _insert(conn, values, "")
     assert doc is not None
     return doc
 
 
-def insert_if_absent(conn: Conn, **values: Any) -> Document | None:
+def insert_if_absent(conn: Connection, **values: Any) -> Document | None:
     """Insert a row with a chosen id; a row with that id already there is left alone (None)."""
     return _insert(conn, values, " ON CONFLICT (id) DO NOTHING")
 
 
-def get(conn: Conn, doc_id: uuid.UUID, *, for_update: bool = False) -> Document | None:
+def get(conn: Connection, doc_id: uuid.UUID, *, for_update: bool = False) -> Document | None:
     suffix = " FOR UPDATE" if for_update else ""
     row = conn.execute(f"SELECT {_FIELDS} FROM documents WHERE id = %s{suffix}", (doc_id,)).fetchone()
     return Document(**row) if row else None
 
 
-def count_existing(conn: Conn, ids: list[uuid.UUID]) -> int:
+def count_existing(conn: Connection, ids: list[uuid.UUID]) -> int:
     """How many of ``ids`` have a row."""
     if not ids:
         return 0
@@ -88,19 +95,19 @@ def count_existing(conn: Conn, ids: list[uuid.UUID]) -> int:
     return int(row["n"])
 
 
-def by_storage_path(conn: Conn, key: str) -> Document | None:
+def by_storage_path(conn: Connection, key: str) -> Document | None:
     row = conn.execute(
         f"SELECT {_FIELDS} FROM documents WHERE storage_path = %s ORDER BY created_at DESC LIMIT 1", (key,)
     ).fetchone()
     return Document(**row) if row else None
 
 
-def lock_address(conn: Conn, kb_id: uuid.UUID, source_path: str) -> None:
+def lock_address(conn: Connection, kb_id: uuid.UUID, source_path: str) -> None:
     """Serialise, until the transaction ends, every decision about one address in one base."""
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"doc-address:{kb_id}:{source_path}",))
 
 
-def by_address(conn: Conn, kb_id: uuid.UUID, source_path: str) -> list[Document]:
+def by_address(conn: Connection, kb_id: uuid.UUID, source_path: str) -> list[Document]:
     """The rows tracking one address in one base, newest first."""
     rows = conn.execute(
         f"SELECT {_FIELDS} FROM documents WHERE kb_id = %s AND source_path = %s ORDER BY created_at DESC, id",
@@ -109,7 +116,7 @@ def by_address(conn: Conn, kb_id: uuid.UUID, source_path: str) -> list[Document]
     return [Document(**r) for r in rows]
 
 
-def archive_members(conn: Conn, kb_id: uuid.UUID, archive_path: str, *,
+def archive_members(conn: Connection, kb_id: uuid.UUID, archive_path: str, *,
                     created_before: datetime | None = None) -> list[Document]:
     """The rows unpacked from the archive at ``archive_path`` in one base (R-ARC-2), locked.
 
@@ -130,7 +137,7 @@ def archive_members(conn: Conn, kb_id: uuid.UUID, archive_path: str, *,
     return [Document(**r) for r in rows]
 
 
-def replaced_by(conn: Conn, doc: Document) -> list[Document]:
+def replaced_by(conn: Connection, doc: Document) -> list[Document]:
     """The finished rows a completing document retires (R-DOC-6).
 
     The row it names in ``replaces_document_id``, and the older rows at its
@@ -157,10 +164,11 @@ def replaced_by(conn: Conn, doc: Document) -> list[Document]:
 _UPDATABLE = {
     "status", "stage", "error_message", "vector_document_id", "chunk_count", "filetype", "filesize",
     "content_hash", "completed_at", "attempt", "storage_path", "last_failure", "source_etag", "source_sequencer",
+    "progress_done", "progress_total",
 }
 
 
-def update(conn: Conn, doc_id: uuid.UUID, *, expect_attempt: int | None = None, **values: Any) -> bool:
+def update(conn: Connection, doc_id: uuid.UUID, *, expect_attempt: int | None = None, **values: Any) -> bool:
     """Update fields; with ``expect_attempt`` only while the row is still on that attempt."""
     unknown = set(values) - _UPDATABLE
     if unknown:
@@ -176,11 +184,11 @@ def update(conn: Conn, doc_id: uuid.UUID, *, expect_attempt: int | None = None, 
     return cur.rowcount > 0
 
 
-def delete(conn: Conn, doc_id: uuid.UUID) -> bool:
+def delete(conn: Connection, doc_id: uuid.UUID) -> bool:
     return conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,)).rowcount > 0
 
 
-def list_for_kb(conn: Conn, kb_id: uuid.UUID, *, limit: int, offset: int) -> list[Document]:
+def list_for_kb(conn: Connection, kb_id: uuid.UUID, *, limit: int, offset: int) -> list[Document]:
     rows = conn.execute(
         f"SELECT {_FIELDS} FROM documents WHERE kb_id = %s ORDER BY created_at DESC, id LIMIT %s OFFSET %s",
         (kb_id, limit, offset),
@@ -188,13 +196,13 @@ def list_for_kb(conn: Conn, kb_id: uuid.UUID, *, limit: int, offset: int) -> lis
     return [Document(**r) for r in rows]
 
 
-def count_for_kb(conn: Conn, kb_id: uuid.UUID) -> int:
+def count_for_kb(conn: Connection, kb_id: uuid.UUID) -> int:
     row = conn.execute("SELECT count(*) AS n FROM documents WHERE kb_id = %s", (kb_id,)).fetchone()
     assert row is not None
     return int(row["n"])
 
 
-def status_counts(conn: Conn, *, kb_ids: list[uuid.UUID]) -> dict[str, int]:
+def status_counts(conn: Connection, *, kb_ids: list[uuid.UUID]) -> dict[str, int]:
     row = conn.execute(
         """
         SELECT count(*) FILTER (WHERE status = 'processing') AS processing_count,

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from sluice.vectors.names import table_ident, table_name
+from sluice.db.connection import Connection
+from sluice.embedding.catalog import CatalogModel, find_model
+from sluice.embedding.protocol import EmbeddingSpec
 
 
 @dataclass
@@ -35,6 +36,15 @@ class KnowledgeBase:
     updated_at: datetime | None = None
     grants: dict[str, str] = field(default_factory=dict)
 
+    def embedding_spec(self) -> EmbeddingSpec:
+        """How this base embeds: its space (model, width) and who serves it (provider, endpoint, key)."""
+        return EmbeddingSpec(provider=self.embedding_provider, model=self.embedding_model, dim=self.embedding_dim,
+                             base_url=self.embedding_base_url, secret_id=self.embedding_secret_id)
+
+    def catalog_model(self) -> CatalogModel:
+        """The catalog's entry for this base's model at its width (its input window)."""
+        return find_model(self.embedding_provider, self.embedding_model, self.embedding_dim)
+
 
 _FIELDS = (
     "id, name, collection_name, scope, owner_id, org_id, is_default, description, embedding_provider, "
@@ -47,7 +57,7 @@ def _from_row(row: dict[str, Any]) -> KnowledgeBase:
     return KnowledgeBase(**row)
 
 
-def insert(conn: psycopg.Connection[Any], kb: KnowledgeBase) -> KnowledgeBase:
+def insert(conn: Connection, kb: KnowledgeBase) -> KnowledgeBase:
     row = conn.execute(
         f"""
         INSERT INTO knowledge_bases (id, name, collection_name, scope, owner_id, org_id, is_default,
@@ -64,7 +74,7 @@ def insert(conn: psycopg.Connection[Any], kb: KnowledgeBase) -> KnowledgeBase:
     return _from_row(row)
 
 
-def get(conn: psycopg.Connection[Any], kb_id: uuid.UUID, *, lock: str | None = None) -> KnowledgeBase | None:
+def get(conn: Connection, kb_id: uuid.UUID, *, lock: str | None = None) -> KnowledgeBase | None:
     suffix = {None: "", "share": " FOR SHARE", "update": " FOR UPDATE"}[lock]
     row = conn.execute(f"SELECT {_FIELDS} FROM knowledge_bases WHERE id = %s{suffix}", (kb_id,)).fetchone()
     if row is None:
@@ -80,7 +90,7 @@ UPDATABLE = frozenset({
 })
 
 
-def update(conn: psycopg.Connection[Any], kb_id: uuid.UUID, changes: dict[str, Any]) -> KnowledgeBase:
+def update(conn: Connection, kb_id: uuid.UUID, changes: dict[str, Any]) -> KnowledgeBase:
     unknown = set(changes) - UPDATABLE
     if unknown:
         raise ValueError(f"not updatable: {sorted(unknown)}")
@@ -100,7 +110,7 @@ def update(conn: psycopg.Connection[Any], kb_id: uuid.UUID, changes: dict[str, A
     return kb
 
 
-def by_collection(conn: psycopg.Connection[Any], collection_name: str) -> list[KnowledgeBase]:
+def by_collection(conn: Connection, collection_name: str) -> list[KnowledgeBase]:
     rows = conn.execute(
         f"SELECT {_FIELDS} FROM knowledge_bases WHERE collection_name = %s ORDER BY created_at, id",
         (collection_name,),
@@ -110,7 +120,7 @@ def by_collection(conn: psycopg.Connection[Any], collection_name: str) -> list[K
     return bases
 
 
-def candidates_for(conn: psycopg.Connection[Any], user_id: str, org_id: str | None) -> list[KnowledgeBase]:
+def candidates_for(conn: Connection, user_id: str, org_id: str | None) -> list[KnowledgeBase]:
     """Every base the principal might reach: own, own org's, app-wide, or granted."""
     rows = conn.execute(
         f"""
@@ -128,14 +138,14 @@ def candidates_for(conn: psycopg.Connection[Any], user_id: str, org_id: str | No
     return bases
 
 
-def grants_of(conn: psycopg.Connection[Any], kb_id: uuid.UUID) -> dict[str, str]:
+def grants_of(conn: Connection, kb_id: uuid.UUID) -> dict[str, str]:
     rows = conn.execute(
         "SELECT user_id, permission FROM knowledge_base_grants WHERE kb_id = %s", (kb_id,)
     ).fetchall()
     return {r["user_id"]: r["permission"] for r in rows}
 
 
-def _attach_grants(conn: psycopg.Connection[Any], bases: list[KnowledgeBase]) -> None:
+def _attach_grants(conn: Connection, bases: list[KnowledgeBase]) -> None:
     if not bases:
         return
     rows = conn.execute(
@@ -147,7 +157,7 @@ def _attach_grants(conn: psycopg.Connection[Any], bases: list[KnowledgeBase]) ->
         by_id[r["kb_id"]].grants[r["user_id"]] = r["permission"]
 
 
-def upsert_grant(conn: psycopg.Connection[Any], kb_id: uuid.UUID, user_id: str, permission: str, by: str) -> None:
+def upsert_grant(conn: Connection, kb_id: uuid.UUID, user_id: str, permission: str, by: str) -> None:
     conn.execute(
         """
         INSERT INTO knowledge_base_grants (kb_id, user_id, permission, granted_by)
@@ -159,18 +169,17 @@ def upsert_grant(conn: psycopg.Connection[Any], kb_id: uuid.UUID, user_id: str, 
     )
 
 
-def delete_grant(conn: psycopg.Connection[Any], kb_id: uuid.UUID, user_id: str) -> bool:
+def delete_grant(conn: Connection, kb_id: uuid.UUID, user_id: str) -> bool:
     cur = conn.execute("DELETE FROM knowledge_base_grants WHERE kb_id = %s AND user_id = %s", (kb_id, user_id))
     return cur.rowcount > 0
 
 
-def unfiled_content_holds(conn: psycopg.Connection[Any], collection_name: str, org_id: str | None) -> bool:
-    """Whether content no base files sits under the name for a tenant other than ``org_id`` (R-VEC-4).
+def unfiled_rows_hold(conn: Connection, collection_name: str, org_id: str | None) -> bool:
+    """Whether document rows no base files sit under the name for a tenant other than ``org_id``.
 
-    Unfiled content is what an operator's ingest (or a deleted base's leftovers)
-    put there: document rows with no base, and chunks in the name's table. A
-    failed row with no vector id describes no chunk, so it holds nothing. A
-    caller outside any organization shares a tenant with nobody.
+    Unfiled rows are what an operator's ingest (or a deleted base's leftovers) put
+    there. A failed row with no vector id describes no chunk, so it holds nothing.
+    A caller outside any organization shares a tenant with nobody.
     """
     row = conn.execute(
         """
@@ -182,20 +191,10 @@ def unfiled_content_holds(conn: psycopg.Connection[Any], collection_name: str, o
         """,
         {"name": collection_name, "org": org_id},
     ).fetchone()
-    if row is not None:
-        return True
-    exists = conn.execute("SELECT to_regclass(%s) AS reg", (table_name(collection_name),)).fetchone()
-    if exists is None or exists["reg"] is None:
-        return False
-    chunk = conn.execute(
-        sql.SQL("SELECT 1 FROM {t} WHERE %(org)s::text IS NULL OR org_id IS DISTINCT FROM %(org)s::text LIMIT 1")
-        .format(t=table_ident(collection_name)),
-        {"org": org_id},
-    ).fetchone()
-    return chunk is not None
+    return row is not None
 
 
-def teardown_reserved(conn: psycopg.Connection[Any], collection_name: str) -> bool:
+def teardown_reserved(conn: Connection, collection_name: str) -> bool:
     row = conn.execute(
         "SELECT 1 FROM collection_teardowns WHERE collection_name = %s LIMIT 1", (collection_name,)
     ).fetchone()

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
 
-import psycopg
+from sluice.db.connection import Connection
 
 
-def lock_users(conn: psycopg.Connection[Any], user_ids: Iterable[str]) -> datetime:
+def lock_users(conn: Connection, user_ids: Iterable[str]) -> datetime:
     """Take each user's quota row lock, in a fixed order, and answer the database's clock after.
 
     The lock is held until the transaction ends; the clock is read after it is
@@ -27,7 +26,7 @@ def lock_users(conn: psycopg.Connection[Any], user_ids: Iterable[str]) -> dateti
     return row["now"]
 
 
-def accepted_since(conn: psycopg.Connection[Any], user_id: str, since: datetime) -> list[datetime]:
+def accepted_since(conn: Connection, user_id: str, since: datetime) -> list[datetime]:
     """When the user's uploads after ``since`` were accepted, oldest first."""
     rows = conn.execute(
         "SELECT accepted_at FROM upload_events WHERE user_id = %s AND accepted_at > %s ORDER BY accepted_at",
@@ -36,14 +35,14 @@ def accepted_since(conn: psycopg.Connection[Any], user_id: str, since: datetime)
     return [r["accepted_at"] for r in rows]
 
 
-def record(conn: psycopg.Connection[Any], user_id: str, at: datetime, *, keep: timedelta, count: int = 1) -> None:
+def record(conn: Connection, user_id: str, at: datetime, *, keep: timedelta, count: int = 1) -> None:
     """Count ``count`` accepted uploads, and forget the user's uploads older than ``keep``."""
     conn.execute("DELETE FROM upload_events WHERE user_id = %s AND accepted_at <= %s", (user_id, at - keep))
     conn.execute("INSERT INTO upload_events (user_id, accepted_at) SELECT %s, %s FROM generate_series(1, %s)",
                  (user_id, at, count))
 
 
-def private_pool_documents(conn: psycopg.Connection[Any], owner_id: str) -> int:
+def private_pool_documents(conn: Connection, owner_id: str) -> int:
     """The documents in every personal base ``owner_id`` owns: their private pool."""
     row = conn.execute(
         """

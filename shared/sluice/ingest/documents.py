@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
-
-import psycopg
 
 from sluice.access import resolve_base, resolve_collection
 from sluice.db import documents as doc_repo
+from sluice.db.connection import Connection
 from sluice.db.documents import Document
+from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.errors import CollectionNotFoundError, NotFoundError, StoredFileMissingError, ValidationError
 from sluice.identity import Principal
+from sluice.ingest.artifacts import read_parsed
 from sluice.storage import JobQueue, ObjectStore, content_key, stage_key
 from sluice.vectors import store as vector_store
 
 
-def get_document(conn: psycopg.Connection, p: Principal, doc_id: str, *, write: bool = False,
+def get_document(conn: Connection, p: Principal, doc_id: str, *, write: bool = False,
                  for_update: bool = False) -> Document:
     try:
         ident = uuid.UUID(doc_id)
@@ -33,24 +33,36 @@ def get_document(conn: psycopg.Connection, p: Principal, doc_id: str, *, write: 
 
 # --- status (R-DOC-3) --------------------------------------------------------------------------
 
-def _status(counts: dict[str, int]) -> dict[str, Any]:
-    # A failed document is terminal: it shows in failed_count and never holds the answer at indexing.
-    return {"indexing_status": "indexing" if counts["processing_count"] else "complete", **counts}
+@dataclass(frozen=True)
+class IngestionCounts:
+    processing: int
+    indexed: int
+    failed: int
+    documents: int
+    chunks: int
+
+    @property
+    def indexing_status(self) -> str:
+        # A failed document is terminal: it shows in failed and never holds the answer at indexing.
+        return "indexing" if self.processing else "complete"
 
 
-def kb_ingestion(conn: psycopg.Connection, p: Principal, kb_id: str) -> dict[str, Any]:
+def _counts(conn: Connection, kb_ids: list[uuid.UUID]) -> IngestionCounts:
+    row = doc_repo.status_counts(conn, kb_ids=kb_ids)
+    return IngestionCounts(processing=row["processing_count"], indexed=row["indexed_count"],
+                           failed=row["failed_count"], documents=row["document_count"], chunks=row["chunk_count"])
+
+
+def kb_ingestion(conn: Connection, p: Principal, kb_id: str) -> tuple[KnowledgeBase, IngestionCounts]:
     """The documents this base lists, not everything under its collection name (another base may share it)."""
     kb = resolve_base(conn, p, kb_id)
-    return {"kb_id": str(kb.id), "collection_name": kb.collection_name,
-            **_status(doc_repo.status_counts(conn, kb_ids=[kb.id]))}
+    return kb, _counts(conn, [kb.id])
 
 
-def collection_info(conn: psycopg.Connection, p: Principal, name: str) -> dict[str, Any]:
+def collection_info(conn: Connection, p: Principal, name: str) -> tuple[list[KnowledgeBase], IngestionCounts]:
     """The collection as the caller reaches it: the bases of that name they may read."""
     bases = resolve_collection(conn, p, name)
-    return {"collection_name": name, "knowledge_base_ids": [str(b.id) for b in bases],
-            "embedding_model": bases[0].embedding_model, "embedding_dim": bases[0].embedding_dim,
-            **_status(doc_repo.status_counts(conn, kb_ids=[b.id for b in bases]))}
+    return bases, _counts(conn, [b.id for b in bases])
 
 
 @dataclass
@@ -66,7 +78,7 @@ class DocumentPage:
         return end if end < self.total else None
 
 
-def list_documents(conn: psycopg.Connection, p: Principal, kb_id: str, *, limit: int, offset: int) -> DocumentPage:
+def list_documents(conn: Connection, p: Principal, kb_id: str, *, limit: int, offset: int) -> DocumentPage:
     kb = resolve_base(conn, p, kb_id)
     return DocumentPage(doc_repo.list_for_kb(conn, kb.id, limit=limit, offset=offset),
                         doc_repo.count_for_kb(conn, kb.id), limit, offset)
@@ -76,29 +88,26 @@ def list_documents(conn: psycopg.Connection, p: Principal, kb_id: str, *, limit:
 
 def parsed_text(store: ObjectStore, doc: Document) -> str:
     """What the parse stage read from the file: the kept copy, else the current attempt's artifact."""
-    import json
-
     try:
         return store.get(content_key(doc.id)).decode("utf-8")
     except StoredFileMissingError:
         pass
     try:
-        return str(json.loads(store.get(stage_key("parsed", doc.id, doc.attempt)))["text"])
+        return read_parsed(store, doc.id, doc.attempt).text
     except StoredFileMissingError:
         raise NotFoundError("This document has no parsed text yet.") from None
 
 
-def download(store: ObjectStore, doc: Document, *, expires_in: int) -> dict[str, Any]:
+def download_url(store: ObjectStore, doc: Document, *, expires_in: int) -> str:
     """A short-lived GET URL for the stored original."""
     if not doc.storage_path or store.head(doc.storage_path) is None:
         raise NotFoundError("This document has no stored file.")
-    url = store.presigned_get(doc.storage_path, expires_in=expires_in, filename=doc.filename)
-    return {"url": url, "expires_in": expires_in, "filename": doc.filename}
+    return store.presigned_get(doc.storage_path, expires_in=expires_in, filename=doc.filename)
 
 
 # --- delete (R-DOC-6) --------------------------------------------------------------------------
 
-def delete_document(conn: psycopg.Connection, p: Principal, doc_id: str) -> Document:
+def delete_document(conn: Connection, p: Principal, doc_id: str) -> Document:
     """Delete the row and its chunks in the caller's transaction; the objects go after the commit.
 
     The row lock is what the embed stage's write takes too: whichever commits
@@ -122,10 +131,10 @@ def stored_objects(doc: Document) -> list[str]:
 
 # --- retry (R-DOC-5) ---------------------------------------------------------------------------
 
-def retry_document(conn: psycopg.Connection, p: Principal, store: ObjectStore, doc_id: str) -> Document:
+def retry_document(conn: Connection, p: Principal, store: ObjectStore, doc_id: str) -> Document:
     """Open a new attempt for a failed document whose original is still stored.
 
-    The caller commits and then sends ``retry_job(doc)``: the job is for an
+    The caller commits and then sends ``send_retry(queue, doc)``: the job is for an
     attempt the row already records, so it can never find the row behind it.
     """
     doc = get_document(conn, p, doc_id, write=True, for_update=True)
@@ -141,7 +150,7 @@ def retry_document(conn: psycopg.Connection, p: Principal, store: ObjectStore, d
         )
     attempt = doc.attempt + 1
     doc_repo.update(conn, doc.id, attempt=attempt, status="processing", stage="queued", error_message=None,
-                    last_failure=None, completed_at=None)
+                    last_failure=None, completed_at=None, progress_done=None, progress_total=None)
     refreshed = doc_repo.get(conn, doc.id)
     assert refreshed is not None
     return refreshed

@@ -9,37 +9,28 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-import psycopg
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access import resolve_base
-from sluice.access.pools import admit_upload, check_indexing_open
+from sluice.access.pools import ParameterReader, admit_upload, check_indexing_open
 from sluice.chunking import IngestionConfig, merge_override
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db.connection import Connection, UnitOfWork
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
-from sluice.embedding import find_model
-from sluice.errors import ConflictError, FileTooLargeError, UnsupportedTypeError
+from sluice.errors import ConflictError, FileTooLargeError
 from sluice.identity import Principal
-from sluice.parsing import SUPPORTED_EXTENSIONS, FileKind, ParseBudget, check_archive, sniff
+from sluice.ingest.families import kb_family_by_name, kb_kind
+from sluice.parsing import FileKind, ParseBudget, check_archive, sniff
 from sluice.storage import ObjectStore, display_name, incoming_key, rag_key
 
 log = logging.getLogger("sluice.ingest")
-
-UnitOfWork = Callable[[], AbstractContextManager[psycopg.Connection]]
-
-# Knowledge bases index text; images are for chat attachments only (SPEC §4).
-KB_FAMILIES = frozenset(
-    {"pdf", "docx", "doc", "spreadsheet", "presentation", "document", "email", "text", "archive"}
-)
 
 
 class DocumentFields(BaseModel):
@@ -50,31 +41,32 @@ class DocumentFields(BaseModel):
     organizational_unit: str | None = Field(None, max_length=200)
     document_type: str | None = Field(None, max_length=100)
     document_date: date | None = None
-    ingestion: dict[str, Any] | None = None
+    ingestion: dict[str, Any] | None = Field(
+        None, description="Chunking settings for this document only: chunking_strategy, chunk_size, chunk_overlap.")
 
 
 class PresignRequest(DocumentFields):
     filename: str = Field(min_length=1, max_length=1024)
-    size: int | None = Field(None, ge=1)
+    size: int | None = Field(None, ge=1, description="The file's size in bytes, when known: refused early if over.")
+
+
+@dataclass
+class Intake:
+    """What accepting an upload needs, built once per cold start by the composition root."""
+
+    uow: UnitOfWork
+    store: ObjectStore
+    settings: Settings
+    # Reads the kill switch's SSM parameter, where the deployment names one (INDEXING_PAUSED_PARAMETER).
+    read_parameter: ParameterReader | None = None
 
 
 @dataclass
 class Accepted:
+    """An upload the service took: its row, and for a presigned upload the POST to make."""
+
     document: Document
     upload: dict[str, Any] | None = None
-
-    def response(self) -> dict[str, Any]:
-        d = self.document
-        body: dict[str, Any] = {
-            "id": str(d.id),
-            "status": d.status,
-            "filename": d.filename,
-            "collection_name": d.collection_name,
-            "document_id": str(d.vector_document_id) if d.vector_document_id else None,
-        }
-        if self.upload is not None:
-            body["upload"] = self.upload
-        return body
 
 
 def _ceiling_error(settings: Settings) -> FileTooLargeError:
@@ -84,33 +76,10 @@ def _ceiling_error(settings: Settings) -> FileTooLargeError:
     )
 
 
-def _kb_kind(kind: FileKind) -> FileKind:
-    _check_family(kind.family, kind.extension)
-    return kind
-
-
-def _check_family(family: str, extension: str) -> None:
-    if family not in KB_FAMILIES:
-        raise UnsupportedTypeError(
-            f"{extension} files can be attached to a chat but not indexed in a knowledge base."
-        )
-
-
-def family_by_name(filename: str) -> str:
-    """The family a name promises; the bytes are checked against it when they arrive."""
-    lower = filename.lower()
-    for ext in sorted(SUPPORTED_EXTENSIONS, key=len, reverse=True):
-        if lower.endswith(ext):
-            _check_family(SUPPORTED_EXTENSIONS[ext], ext)
-            return SUPPORTED_EXTENSIONS[ext]
-    raise UnsupportedTypeError(
-        "This file type is not supported. Supported: " + ", ".join(sorted(SUPPORTED_EXTENSIONS)) + "."
-    )
-
-
-def _check_writable(conn: psycopg.Connection, p: Principal, kb_id: str, settings: Settings, documents: int = 1
+def _check_writable(conn: Connection, intake: Intake, p: Principal, kb_id: str, documents: int = 1
                     ) -> tuple[KnowledgeBase, IngestionConfig]:
-    check_indexing_open(settings)
+    settings = intake.settings
+    check_indexing_open(settings, intake.read_parameter)
     kb = resolve_base(conn, p, kb_id, write=True)
     if kb_repo.teardown_reserved(conn, kb.collection_name):
         raise ConflictError("This collection is being torn down; uploads to it are refused.")
@@ -128,11 +97,10 @@ def documents_in(kind: FileKind, data: bytes, settings: Settings) -> int:
 
 
 def _validate_override(kb: KnowledgeBase, config: IngestionConfig, override: dict[str, Any] | None) -> None:
-    entry = find_model(kb.embedding_provider, kb.embedding_model, kb.embedding_dim)
-    merge_override(config, override, max_input_tokens=entry.max_input_tokens)
+    merge_override(config, override, max_input_tokens=kb.catalog_model().max_input_tokens)
 
 
-def _new_row(conn: psycopg.Connection, p: Principal, kb: KnowledgeBase, filename: str, key: str,
+def _new_row(conn: Connection, p: Principal, kb: KnowledgeBase, filename: str, key: str,
              fields: DocumentFields, filesize: int | None, kind: FileKind | None) -> Document:
     return doc_repo.insert(
         conn,
@@ -153,20 +121,19 @@ def _new_row(conn: psycopg.Connection, p: Principal, kb: KnowledgeBase, filename
     )
 
 
-def accept_direct_upload(
-    uow: UnitOfWork, store: ObjectStore, settings: Settings, p: Principal, kb_id: str,
-    filename: str, data: bytes, fields: DocumentFields,
-) -> Accepted:
+def accept_direct_upload(intake: Intake, p: Principal, kb_id: str, filename: str, data: bytes,
+                         fields: DocumentFields) -> Accepted:
+    uow, store, settings = intake.uow, intake.store, intake.settings
     if len(data) > settings.max_upload_bytes:
         raise _ceiling_error(settings)
     filename = display_name(filename)
     with uow() as conn:
         # Access first: reading the bytes (an archive is walked whole) is work done only for a writer.
         resolve_base(conn, p, kb_id, write=True)
-    kind = _kb_kind(sniff(data, filename))
+    kind = kb_kind(sniff(data, filename))
     documents = documents_in(kind, data, settings)
     with uow() as conn:
-        kb, config = _check_writable(conn, p, kb_id, settings, documents)
+        kb, config = _check_writable(conn, intake, p, kb_id, documents)
         _validate_override(kb, config, fields.ingestion)
         key = rag_key(kb.collection_name, filename)
         doc = _new_row(conn, p, kb, filename, key, fields, len(data), kind)
@@ -179,16 +146,15 @@ def accept_direct_upload(
     return Accepted(doc)
 
 
-def accept_presigned_upload(
-    uow: UnitOfWork, store: ObjectStore, settings: Settings, p: Principal, kb_id: str, req: PresignRequest,
-) -> Accepted:
+def accept_presigned_upload(intake: Intake, p: Principal, kb_id: str, req: PresignRequest) -> Accepted:
+    uow, store, settings = intake.uow, intake.store, intake.settings
     if req.size is not None and req.size > settings.max_upload_bytes:
         raise _ceiling_error(settings)
     req = req.model_copy(update={"filename": display_name(req.filename)})
     # Only the name can be checked now; the parse stage sniffs the bytes that arrive.
-    family_by_name(req.filename)
+    kb_family_by_name(req.filename)
     with uow() as conn:
-        kb, config = _check_writable(conn, p, kb_id, settings)
+        kb, config = _check_writable(conn, intake, p, kb_id)
         _validate_override(kb, config, req.ingestion)
         key = rag_key(kb.collection_name, req.filename)
         doc = _new_row(conn, p, kb, req.filename, key, req, req.size, None)
@@ -211,4 +177,3 @@ def _mark_unstored(uow: UnitOfWork, doc_id: uuid.UUID) -> None:
             conn, doc_id, status="error", stage="queued",
             error_message="The file could not be stored; upload it again.",
         )
-

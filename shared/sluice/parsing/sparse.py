@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from sluice.errors import SparseDocumentError
-from sluice.parsing.document import ParsedDocument
 
 
-def too_sparse(document: ParsedDocument) -> SparseDocumentError:
+def too_sparse(word_count: int) -> SparseDocumentError:
     """The error the chunk stage raises when a document's text yields no chunk."""
-    words = document.word_count
-    noun = "word" if words == 1 else "words"
-    return SparseDocumentError(f"Document is too sparse to index ({words:,} {noun} of text found)")
+    noun = "word" if word_count == 1 else "words"
+    return SparseDocumentError(f"Document is too sparse to index ({word_count:,} {noun} of text found)")

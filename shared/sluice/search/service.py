@@ -15,30 +15,27 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated
 
-import psycopg
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from sluice.access import resolve_collection
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
-from sluice.embedding import EmbeddingSpec
+from sluice.embedding import Embedder, EmbeddingSpec
 from sluice.embedding.rerank import Reranker
 from sluice.errors import CollectionNotFoundError, ValidationError
 from sluice.identity import Principal
+from sluice.search.ranking import RERANK_GATE, VEC_GATE, order, rank, score
 from sluice.vectors.names import validate_collection_name
 from sluice.vectors.search import (
     NO_FILTER,
-    RERANK_GATE,
-    VEC_GATE,
     BaseScope,
     Candidate,
     ChunkFilter,
     Plan,
-    order,
     organizational_units,
-    rank,
     vector_candidates,
 )
 
@@ -142,18 +139,14 @@ class SearchOutcome:
 
     @property
     def top_score(self) -> float | None:
-        return self.results[0].score if self.results else None
+        return score(self.results[0]) if self.results else None
 
 
-def _spec(kb: Any) -> EmbeddingSpec:
-    return EmbeddingSpec(provider=kb.embedding_provider, model=kb.embedding_model, dim=kb.embedding_dim,
-                         base_url=kb.embedding_base_url, secret_id=kb.embedding_secret_id)
+BasesFor = Callable[[Connection, Principal, str], list[KnowledgeBase]]
+EmbedderFor = Callable[[EmbeddingSpec], Embedder]
 
 
-BasesFor = Callable[[psycopg.Connection, Principal, str], list[KnowledgeBase]]
-
-
-def operator_bases(conn: psycopg.Connection, p: Principal, collection: str) -> list[KnowledgeBase]:
+def operator_bases(conn: Connection, p: Principal, collection: str) -> list[KnowledgeBase]:
     """Every base holding the name: the operator's scope for ``sluice search`` run against the database."""
     validate_collection_name(collection, "collections")
     bases = kb_repo.by_collection(conn, collection)
@@ -162,8 +155,8 @@ def operator_bases(conn: psycopg.Connection, p: Principal, collection: str) -> l
     return bases
 
 
-def _gather(conn: psycopg.Connection, p: Principal, collections: Sequence[str], query: str, flt: ChunkFilter,
-            limit: int, embedder_for: Callable[[EmbeddingSpec], Any],
+def _gather(conn: Connection, p: Principal, collections: Sequence[str], query: str, flt: ChunkFilter,
+            limit: int, embedder_for: EmbedderFor,
             bases_for: BasesFor | None) -> tuple[list[Candidate], dict[str, Plan]]:
     resolve = bases_for or resolve_collection
     # Resolve every collection before touching any: one out of reach refuses all (R-ACC-3).
@@ -172,7 +165,7 @@ def _gather(conn: psycopg.Connection, p: Principal, collections: Sequence[str], 
     found: list[Candidate] = []
     plans: dict[str, Plan] = {}
     for name, bases in scopes.items():
-        spec = _spec(bases[0])
+        spec = bases[0].embedding_spec()
         if spec not in vectors:
             vectors[spec] = embedder_for(spec).embed_query(query)
         scope = [BaseScope(b.id, b.org_id) for b in bases]
@@ -190,8 +183,8 @@ def _rerank(reranker: Reranker | None, query: str, candidates: list[Candidate]) 
         c.reranker_score = s
 
 
-def search(conn: psycopg.Connection, p: Principal, req: SearchRequest,
-           embedder_for: Callable[[EmbeddingSpec], Any], reranker: Reranker | None = None,
+def search(conn: Connection, p: Principal, req: SearchRequest,
+           embedder_for: EmbedderFor, reranker: Reranker | None = None,
            bases_for: BasesFor | None = None) -> SearchOutcome:
     """``bases_for`` replaces the caller's resolution only for the operator's CLI (``operator_bases``)."""
     started = time.perf_counter()
@@ -204,8 +197,8 @@ def search(conn: psycopg.Connection, p: Principal, req: SearchRequest,
     return outcome
 
 
-def diagnostic(conn: psycopg.Connection, p: Principal, req: DiagnosticRequest,
-               embedder_for: Callable[[EmbeddingSpec], Any], reranker: Reranker | None = None,
+def diagnostic(conn: Connection, p: Principal, req: DiagnosticRequest,
+               embedder_for: EmbedderFor, reranker: Reranker | None = None,
                bases_for: BasesFor | None = None) -> SearchOutcome:
     """R-SRCH-4: the vector top 20 of every collection, every candidate kept, each with its verdict."""
     started = time.perf_counter()
@@ -219,11 +212,11 @@ def diagnostic(conn: psycopg.Connection, p: Principal, req: DiagnosticRequest,
     return outcome
 
 
-def filter_values(conn: psycopg.Connection, p: Principal, collection: str) -> dict[str, Any]:
+def filter_values(conn: Connection, p: Principal, collection: str) -> list[str]:
     """R-SRCH-5: the organizational units present in the collection, under the caller's scope."""
     bases = resolve_collection(conn, p, collection)
     scope = [BaseScope(b.id, b.org_id) for b in bases]
-    return {"collection_name": collection, "organizational_units": organizational_units(conn, collection, scope)}
+    return organizational_units(conn, collection, scope)
 
 
 def _since(started: float) -> float:
@@ -244,46 +237,3 @@ def log_search(event: str, outcome: SearchOutcome, flt: ChunkFilter, reranker: R
         "filters": flt.describe(),
         "plans": {name: plan.strategy for name, plan in outcome.plans.items()},
     })
-
-
-def result_body(c: Candidate) -> dict[str, Any]:
-    return {
-        "content": c.content,
-        "score": round(c.score, 6),
-        "vec_score": round(c.vec_score, 6),
-        "text_score": round(c.text_score, 6),
-        "hybrid_score": round(c.hybrid, 6),
-        "reranker_score": round(c.reranker_score, 6) if c.reranker_score is not None else None,
-        "collection": c.collection,
-        "document_id": str(c.document_id),
-        "kb_id": str(c.kb_id) if c.kb_id else None,
-        "filename": c.filename,
-        "chunk_index": c.chunk_index,
-        "page_start": c.page_start,
-        "page_end": c.page_end,
-        "organizational_unit": c.organizational_unit,
-        "source": c.source,
-        "metadata": {
-            **c.metadata,
-            "source": c.source,
-            "document_type": c.document_type,
-            "organizational_unit": c.organizational_unit,
-            "document_date": c.document_date.isoformat() if c.document_date else None,
-            "source_path": c.source_path,
-        },
-    }
-
-
-def search_body(outcome: SearchOutcome) -> dict[str, Any]:
-    return {"query": outcome.query, "results": [result_body(c) for c in outcome.results],
-            "count": len(outcome.results)}
-
-
-def diagnostic_body(outcome: SearchOutcome) -> dict[str, Any]:
-    return {
-        "query": outcome.query,
-        "vec_gate": VEC_GATE,
-        "reranker_gate": RERANK_GATE,
-        "candidates": [{**result_body(c), "passed": c.passes_gates()} for c in outcome.results],
-        "count": len(outcome.results),
-    }

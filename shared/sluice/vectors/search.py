@@ -1,8 +1,8 @@
-"""Hybrid retrieval over one collection table (R-SRCH-1..3).
+"""Candidate retrieval over one collection table (R-SRCH-1..3).
 
-The vector top ``limit`` by cosine among the rows in scope; Postgres full-text
-rank (``simple``) joined onto those candidates; then the weighted order, the
-gates and the dedupe (``rank``).
+The vector top ``limit`` by cosine among the rows in scope, each with its
+Postgres full-text rank; how candidates are then weighed, gated and deduplicated
+is the search's policy (``sluice.search.ranking``), not this layer's.
 
 Scope before top-k (R-SRCH-3). The scope (the caller's resolved bases and their
 tenants) and the filters are one WHERE clause inside the query that computes the
@@ -39,25 +39,18 @@ import json
 import math
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
 import numpy as np
-import psycopg
 from pgvector import Vector
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from sluice.db.connection import Connection
 from sluice.vectors.names import table_ident, table_name
 from sluice.vectors.store import table_exists
-
-VEC_WEIGHT = 0.7
-TEXT_WEIGHT = 0.3
-TEXT_SCALE = 10.0
-VEC_GATE = 0.30
-RERANK_GATE = 0.30
-DEDUPE_PREFIX = 120
 
 # A scope this small is always scored exactly, whatever the graph would cost.
 EXACT_SCAN_ROWS = 1_000
@@ -140,24 +133,9 @@ class Candidate:
     metadata: dict[str, Any]
     vec_score: float
     text_score: float = 0.0
+    # Set by the search service when the deployment has a reranker (sluice.search.ranking).
     reranker_score: float | None = None
     document_date: date | None = None
-    hybrid: float = field(init=False, default=0.0)
-
-    def __post_init__(self) -> None:
-        self.hybrid = hybrid_score(self.vec_score, self.text_score)
-
-    @property
-    def score(self) -> float:
-        """What the results are ordered by: the reranker's score once there is one, else the weighted sum."""
-        return self.reranker_score if self.reranker_score is not None else self.hybrid
-
-    def passes_gates(self) -> bool:
-        return self.vec_score >= VEC_GATE and (self.reranker_score is None or self.reranker_score >= RERANK_GATE)
-
-
-def hybrid_score(vec_score: float, text_score: float) -> float:
-    return vec_score * VEC_WEIGHT + text_score * TEXT_SCALE * TEXT_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -211,7 +189,7 @@ def scope_clause(scope: Sequence[BaseScope], flt: ChunkFilter = NO_FILTER) -> tu
 # --- choosing the plan ------------------------------------------------------------------------
 
 
-def vector_extension_version(conn: psycopg.Connection) -> tuple[int, ...]:
+def vector_extension_version(conn: Connection) -> tuple[int, ...]:
     row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
     return _version(_one(row) if row is not None else None)
 
@@ -220,7 +198,7 @@ def _version(text: str | None) -> tuple[int, ...]:
     return tuple(int(p) for p in str(text or "0").split(".") if p.isdigit())
 
 
-def has_iterative_scan(conn: psycopg.Connection) -> bool:
+def has_iterative_scan(conn: Connection) -> bool:
     return vector_extension_version(conn) >= (0, 8)
 
 
@@ -235,7 +213,7 @@ class TableFacts:
     iterative_scan: bool
 
 
-def table_facts(conn: psycopg.Connection, collection: str) -> TableFacts:
+def table_facts(conn: Connection, collection: str) -> TableFacts:
     """Whether the table exists, about how many rows it holds, and the server's pgvector: one round trip."""
     values = conn.cursor(row_factory=dict_row).execute(
         """SELECT to_regclass(%(t)s) IS NOT NULL AS present,
@@ -251,7 +229,7 @@ def table_facts(conn: psycopg.Connection, collection: str) -> TableFacts:
     return TableFacts(True, rows, _version(values["version"]) >= (0, 8))
 
 
-def _estimated_rows(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any]) -> float:
+def _estimated_rows(conn: Connection, collection: str, where: sql.Composable, params: dict[str, Any]) -> float:
     query = sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {t} WHERE ").format(t=table_ident(collection)) + where
     row = conn.execute(query, params).fetchone()
     plan = _one(row)
@@ -267,7 +245,7 @@ def graph_ef(table_rows: float) -> int:
     return min(MAX_EF_SEARCH, math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_EF_GROWTH))
 
 
-def choose_plan(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any],
+def choose_plan(conn: Connection, collection: str, where: sql.Composable, params: dict[str, Any],
                 limit: int, *, iterative: bool, exact_rows: int | None = None, table_rows: float | None = None
                 ) -> Plan:
     exact_rows = EXACT_SCAN_ROWS if exact_rows is None else exact_rows
@@ -326,7 +304,7 @@ def candidate_query(collection: str, where: sql.Composable, strategy: Strategy) 
     )
 
 
-def _apply_plan(conn: psycopg.Connection, plan: Plan) -> None:
+def _apply_plan(conn: Connection, plan: Plan) -> None:
     # set_config(..., true) lasts until the end of the caller's transaction, like SET LOCAL.
     if plan.strategy == "hnsw_iterative":
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true), "
@@ -338,7 +316,7 @@ def _apply_plan(conn: psycopg.Connection, plan: Plan) -> None:
 
 
 def vector_candidates(
-    conn: psycopg.Connection,
+    conn: Connection,
     collection: str,
     *,
     vector: Sequence[float],
@@ -395,7 +373,7 @@ def _candidate(collection: str, r: dict[str, Any]) -> Candidate:
     )
 
 
-def organizational_units(conn: psycopg.Connection, collection: str, scope: Sequence[BaseScope]) -> list[str]:
+def organizational_units(conn: Connection, collection: str, scope: Sequence[BaseScope]) -> list[str]:
     """R-SRCH-5: the units actually present among the rows in scope; a blank is no unit."""
     if not scope or not table_exists(conn, collection):
         return []
@@ -404,28 +382,3 @@ def organizational_units(conn: psycopg.Connection, collection: str, scope: Seque
              + where + sql.SQL(" AND organizational_unit IS NOT NULL AND btrim(organizational_unit) <> ''"
                                " ORDER BY 1"))
     return [_one(r) for r in conn.execute(query, params).fetchall()]
-
-
-# --- ordering ---------------------------------------------------------------------------------
-
-
-def order(candidates: list[Candidate]) -> list[Candidate]:
-    """By the reranker's score when there is one, else by the weighted sum; ties by vector score."""
-    return sorted(candidates, key=lambda c: (c.score, c.vec_score), reverse=True)
-
-
-def rank(candidates: list[Candidate], *, top_k: int, gate: bool = True) -> list[Candidate]:
-    """The order, both gates, dedupe on the first 120 characters, then top_k."""
-    seen: set[str] = set()
-    out: list[Candidate] = []
-    for c in order(candidates):
-        if gate and not c.passes_gates():
-            continue
-        key = c.content[:DEDUPE_PREFIX]
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(c)
-        if len(out) == top_k:
-            break
-    return out

@@ -9,10 +9,10 @@ from datetime import date
 from typing import Any
 
 import numpy as np
-import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from sluice.db.connection import Connection
 from sluice.vectors.names import index_ident, table_ident, table_name
 
 
@@ -49,12 +49,12 @@ _COPY_TYPES = (
 )
 
 
-def table_exists(conn: psycopg.Connection, collection: str) -> bool:
+def table_exists(conn: Connection, collection: str) -> bool:
     row = conn.execute("SELECT to_regclass(%s) AS reg", (table_name(collection),)).fetchone()
     return row is not None and (row["reg"] if isinstance(row, dict) else row[0]) is not None
 
 
-def ensure_table(conn: psycopg.Connection, collection: str, dim: int) -> None:
+def ensure_table(conn: Connection, collection: str, dim: int) -> None:
     """Create the collection's table and indexes if absent, inside the caller's transaction."""
     # Two workers creating one table at once would collide on pg_type; serialise them.
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table_name(collection),))
@@ -108,7 +108,7 @@ def ensure_table(conn: psycopg.Connection, collection: str, dim: int) -> None:
         )
 
 
-def insert_chunks(conn: psycopg.Connection, collection: str, rows: Sequence[ChunkRow]) -> int:
+def insert_chunks(conn: Connection, collection: str, rows: Sequence[ChunkRow]) -> int:
     """Write all rows with one binary COPY: no round trip per chunk (R-VEC-3)."""
     if not rows:
         return 0
@@ -132,7 +132,7 @@ def insert_chunks(conn: psycopg.Connection, collection: str, rows: Sequence[Chun
 _BATCH_ROWS = 200
 
 
-def insert_chunks_batched(conn: psycopg.Connection, collection: str, rows: Sequence[ChunkRow]) -> int:
+def insert_chunks_batched(conn: Connection, collection: str, rows: Sequence[ChunkRow]) -> int:
     """The alternative R-VEC-3 allows: ``executemany`` of at most 200 rows a statement.
 
     Kept for ``bench/ingest.py``, which measures it against the COPY above; the
@@ -159,7 +159,7 @@ def insert_chunks_batched(conn: psycopg.Connection, collection: str, rows: Seque
     return len(rows)
 
 
-def replace_document_chunks(conn: psycopg.Connection, collection: str, document_id: uuid.UUID,
+def replace_document_chunks(conn: Connection, collection: str, document_id: uuid.UUID,
                             rows: Sequence[ChunkRow]) -> int:
     """Write a document's new chunks, then delete the ones it had (R-VEC-3: insert before delete).
 
@@ -181,7 +181,7 @@ def replace_document_chunks(conn: psycopg.Connection, collection: str, document_
     return len(rows)
 
 
-def delete_document_chunks(conn: psycopg.Connection, collection: str, document_id: uuid.UUID) -> int:
+def delete_document_chunks(conn: Connection, collection: str, document_id: uuid.UUID) -> int:
     if not table_exists(conn, collection):
         return 0
     cur = conn.execute(
@@ -190,7 +190,19 @@ def delete_document_chunks(conn: psycopg.Connection, collection: str, document_i
     return cur.rowcount
 
 
-def count_chunks(conn: psycopg.Connection, collection: str, document_id: uuid.UUID | None = None) -> int:
+def holds_chunks_outside(conn: Connection, collection: str, org_id: str | None) -> bool:
+    """Whether the collection's table holds a chunk of a tenant other than ``org_id`` (any, for None)."""
+    if not table_exists(conn, collection):
+        return False
+    chunk = conn.execute(
+        sql.SQL("SELECT 1 FROM {t} WHERE %(org)s::text IS NULL OR org_id IS DISTINCT FROM %(org)s::text LIMIT 1")
+        .format(t=table_ident(collection)),
+        {"org": org_id},
+    ).fetchone()
+    return chunk is not None
+
+
+def count_chunks(conn: Connection, collection: str, document_id: uuid.UUID | None = None) -> int:
     if not table_exists(conn, collection):
         return 0
     query = sql.SQL("SELECT count(*) AS n FROM {t}").format(t=table_ident(collection))
@@ -203,5 +215,5 @@ def count_chunks(conn: psycopg.Connection, collection: str, document_id: uuid.UU
     return int(row["n"] if isinstance(row, dict) else row[0])
 
 
-def drop_table(conn: psycopg.Connection, collection: str) -> None:
+def drop_table(conn: Connection, collection: str) -> None:
     conn.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=table_ident(collection)))

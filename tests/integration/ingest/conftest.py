@@ -18,10 +18,10 @@ from sluice.db import knowledge_bases as kb_repo
 from sluice.db.connection import transaction
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.identity import Principal
-from sluice.ingest import stages
 from sluice.ingest.events import ObjectEvent
-from sluice.ingest.stages import StageContext
-from sluice.ingest.uploads import DocumentFields, accept_direct_upload
+from sluice.ingest.routing import on_ingest_item, on_stage_artifact
+from sluice.ingest.runner import StageContext
+from sluice.ingest.uploads import DocumentFields, Intake, accept_direct_upload
 from sluice.storage import ObjectStore, stage_key
 
 DIM = 384
@@ -63,8 +63,12 @@ class Harness:
     key_id: str
     delivered: list[tuple[str, Any]] = field(default_factory=list)
 
+    def intake(self) -> Intake:
+        """The upload side of the same context (its settings follow ctx.settings)."""
+        return Intake(uow=self.ctx.uow, store=self.ctx.store, settings=self.ctx.settings)
+
     def upload(self, name: str, data: bytes, **fields: Any) -> uuid.UUID:
-        accepted = accept_direct_upload(transaction, self.ctx.store, self.ctx.settings, ALICE, str(self.kb.id),
+        accepted = accept_direct_upload(self.intake(), ALICE, str(self.kb.id),
                                         name, data, DocumentFields(**fields))
         return accepted.document.id
 
@@ -94,9 +98,9 @@ class Harness:
         kind, body = message
         self.delivered.append(message)
         if kind == "ingest":
-            stages.on_ingest_item(self.ctx, body)
+            on_ingest_item(self.ctx, body)
         else:
-            stages.on_stage_artifact(self.ctx, body)
+            on_stage_artifact(self.ctx, self.object_event(body))
 
     def run_pipeline(self, doc_id: uuid.UUID, attempt: int = 1) -> None:
         if attempt == 1:

@@ -8,7 +8,8 @@ import pytest
 
 from sluice.db.connection import transaction
 from sluice.errors import EmbeddingAuthenticationError, EmbeddingProviderError, ValidationError
-from sluice.ingest import documents, stages
+from sluice.ingest import chunk, documents
+from sluice.ingest.dead_letters import on_dead_letter
 from sluice.ingest.events import ParseJob
 from tests.conftest import CORPUS
 from tests.integration.ingest.conftest import ALICE, paragraphs
@@ -71,24 +72,24 @@ def test_a_provider_that_keeps_failing_ends_in_the_dlq_with_its_summary(harness)
 
     # the DLQ handler turns the innermost summary into the row's error
     _, key = h.embed_message(doc_id)
-    stages.on_dead_letter(h.ctx, "embedding", h.object_event(key))
+    on_dead_letter(h.ctx, "embedding", h.object_event(key))
     doc = h.document(doc_id)
     assert doc.status == "error"
     assert doc.error_message.startswith("The document could not be indexed (ProviderError)")
     # a second copy of the dead letter changes nothing
-    stages.on_dead_letter(h.ctx, "embedding", h.object_event(key))
+    on_dead_letter(h.ctx, "embedding", h.object_event(key))
     assert h.document(doc_id).error_message == doc.error_message
 
 
 def test_a_crashing_stage_without_a_summary_names_its_stage(harness, monkeypatch):
     h = harness
     doc_id = h.upload("x.txt", paragraphs(3))
-    monkeypatch.setattr(stages, "split_text", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom at host")))
+    monkeypatch.setattr(chunk, "split_text", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom at host")))
     h.deliver(h.parse_message(doc_id))
     with pytest.raises(RuntimeError):
         h.deliver(h.chunk_message(doc_id))
     _, key = h.chunk_message(doc_id)
-    stages.on_dead_letter(h.ctx, "chunking", h.object_event(key))
+    on_dead_letter(h.ctx, "chunking", h.object_event(key))
     doc = h.document(doc_id)
     assert doc.status == "error" and "RuntimeError while chunking" in doc.error_message
     assert "host" not in doc.error_message
@@ -231,7 +232,7 @@ def test_a_presigned_file_that_is_not_what_its_name_says_is_refused_at_parse_and
     from sluice.ingest.uploads import PresignRequest, accept_presigned_upload
 
     h = harness
-    accepted = accept_presigned_upload(transaction, h.ctx.store, h.ctx.settings, ALICE, str(h.kb.id),
+    accepted = accept_presigned_upload(h.intake(), ALICE, str(h.kb.id),
                                        PresignRequest(filename="invoice.pdf", size=1024))
     key = accepted.upload["fields"]["key"]
     h.ctx.store.put(key, b"MZ\x90\x00" + b"\x00" * 1020)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import hashlib
 
 from sluice.db.connection import transaction
-from sluice.ingest.documents import download
+from sluice.ingest.documents import download_url
 from sluice.ingest.uploads import PresignRequest, accept_presigned_upload
 from tests.integration.ingest.conftest import ALICE, paragraphs
 
 
 def presign(h, name: str, size: int):
-    accepted = accept_presigned_upload(transaction, h.ctx.store, h.ctx.settings, ALICE, str(h.kb.id),
+    accepted = accept_presigned_upload(h.intake(), ALICE, str(h.kb.id),
                                        PresignRequest(filename=name, size=size))
     return accepted.document, accepted.upload
 
@@ -45,8 +45,8 @@ def test_the_first_arrival_is_indexed_and_a_replayed_post_changes_nothing(harnes
     assert h.ctx.store.get(doc.storage_path) == original
     again = h.document(doc.id)
     assert (again.status, again.content_hash, again.chunk_count) == ("done", done.content_hash, done.chunk_count)
-    link = download(h.ctx.store, again, expires_in=60)
-    assert link["filename"] == "notes.txt"
+    link = download_url(h.ctx.store, again, expires_in=60)
+    assert "filename%2A%3DUTF-8%27%27notes.txt" in link
 
 
 def test_a_post_for_a_deleted_document_is_deleted(harness):

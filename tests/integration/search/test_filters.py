@@ -178,8 +178,7 @@ def test_filter_values_are_the_units_present_in_scope(conn, tenants):
         store.ChunkRow(document_id=uuid.uuid4(), kb_id=other.id, org_id="globex", chunk_index=0, content="x",
                        embedding=QUERY, organizational_unit="globex-only"),
     ])
-    assert filter_values(conn, viewer("acme"), COLLECTION) == {
-        "collection_name": COLLECTION, "organizational_units": ["hr", "legal"]}
+    assert filter_values(conn, viewer("acme"), COLLECTION) == ["hr", "legal"]
     with pytest.raises(CollectionNotFoundError):
         filter_values(conn, viewer("initech"), COLLECTION)
 

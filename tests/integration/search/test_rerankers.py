@@ -20,7 +20,6 @@ from sluice.embedding.rerank import (
 from sluice.errors import RerankerError
 from sluice.search.service import SearchRequest, search
 from sluice.vectors import store
-from sluice.vectors.search import Candidate, rank
 from tests.integration.search.conftest import embedder_returning, make_base, unit, viewer
 
 NO_WAIT = RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.0, total_seconds=5.0, sleep=lambda s: None)
@@ -147,18 +146,6 @@ def test_settings_choose_the_reranker(monkeypatch):
     monkeypatch.setenv("RERANKER_MODEL", "arn:aws:bedrock:us-east-1::foundation-model/cohere.rerank-v3-5:0")
     assert isinstance(build_reranker(RerankerSettings(), bedrock_agent_client=FakeBedrockAgentRuntime()),
                       BedrockReranker)
-
-
-def cand(content: str, vec: float, rerank: float | None) -> Candidate:
-    c = Candidate("c", 1, uuid.uuid4(), None, 0, content, None, None, None, None, None, None, None, {}, vec, 0.0)
-    c.reranker_score = rerank
-    return c
-
-
-def test_with_a_reranker_both_gates_apply_and_its_score_orders():
-    ranked = rank([cand("a", 0.9, 0.2), cand("b", 0.5, 0.8), cand("c", 0.25, 0.99), cand("d", 0.6, 0.4)], top_k=4)
-    # a fails the reranker gate, c the vector gate; b outranks d on the reranker's score
-    assert [c.content for c in ranked] == ["b", "d"]
 
 
 class ScoreByLength:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from sluice.search.ranking import score
 from sluice.search.service import SearchRequest, search
 from sluice.vectors import store
 from tests.integration.search.conftest import embedder_returning, make_base, unit, viewer
@@ -25,7 +26,7 @@ def test_a_search_logs_its_figures_and_no_chunk_text(conn, caplog):
     assert len(outcome.results) == 1
     [record] = [r for r in caplog.records if r.name == "sluice.search"]
     assert record.query_prefix == query[:120]
-    assert record.results == 1 and record.top_score == round(outcome.results[0].score, 6)
+    assert record.results == 1 and record.top_score == round(score(outcome.results[0]), 6)
     assert record.latency_ms >= 0 and record.plans == {"vault": "exact"}
     logged = " ".join(str(v) for v in record.__dict__.values())
     assert "12-34-56" not in logged

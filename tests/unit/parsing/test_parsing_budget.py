@@ -161,7 +161,7 @@ def test_a_pdf_of_empty_pages_is_empty_not_scanned() -> None:
 
 
 def test_the_too_sparse_sentence_carries_the_word_count() -> None:
-    error = too_sparse(ParsedDocument(text="just three words"))
+    error = too_sparse(ParsedDocument(text="just three words").word_count)
     assert error.message.startswith("Document is too sparse to index")
     assert "3 words" in error.message
     assert error.code == "DOCUMENT_TOO_SPARSE"

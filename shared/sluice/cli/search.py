@@ -60,17 +60,10 @@ def request_body(args: argparse.Namespace) -> dict[str, Any]:
 
 def _direct(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
     from sluice.api.http import validate
+    from sluice.api.views import diagnostic_view, search_view
     from sluice.db.connection import transaction
     from sluice.identity import Principal
-    from sluice.search.service import (
-        DiagnosticRequest,
-        SearchRequest,
-        diagnostic,
-        diagnostic_body,
-        operator_bases,
-        search,
-        search_body,
-    )
+    from sluice.search.service import DiagnosticRequest, SearchRequest, diagnostic, operator_bases, search
     from sluice.wiring import embedder_for, reranker
 
     if args.user:
@@ -82,8 +75,10 @@ def _direct(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
     with transaction() as conn:
         if args.diagnostic:
             req = validate(DiagnosticRequest, body)
-            return diagnostic_body(diagnostic(conn, who, req, embedder_for, reranker(), bases_for))
-        return search_body(search(conn, who, validate(SearchRequest, body), embedder_for, reranker(), bases_for))
+            found = diagnostic(conn, who, req, embedder_for, reranker(), bases_for)
+            return diagnostic_view(found).model_dump(mode="json")
+        found = search(conn, who, validate(SearchRequest, body), embedder_for, reranker(), bases_for)
+        return search_view(found).model_dump(mode="json")
 
 
 def _through_api(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 
 def _local_up(args: argparse.Namespace) -> int:
@@ -54,6 +55,34 @@ def _db_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def api_document(root: Path) -> dict[str, Any]:
+    """The OpenAPI document of the API functions template.yaml declares."""
+    from sluice.api.openapi import build_document
+    from sluice.local.template import parse
+
+    template = parse(root / "template.yaml")
+    apps = {fn.name: root / fn.code_uri / "app.py" for fn in template.functions.values() if fn.routes}
+    return build_document(apps, {(r.method, r.path) for r in template.routes() if not r.auth})
+
+
+def _openapi(args: argparse.Namespace) -> int:
+    from sluice.api.openapi import render
+    from sluice.local.runtime import project_root
+
+    root = project_root()
+    text = render(api_document(root))
+    target = root / "infra" / "openapi.json"
+    if args.check:
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            print(f"{target} does not match the routes; run `sluice openapi` and commit it", file=sys.stderr)
+            return 1
+        print(f"{target} matches the routes")
+        return 0
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {target}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from sluice.local.demo import run_demo
 
@@ -88,7 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--database-url", default=None)
     mig.set_defaults(func=_db_migrate)
 
-    from sluice.search.cli import add_parser as add_search
+    openapi = sub.add_parser("openapi", help="write the HTTP API's OpenAPI document to infra/openapi.json")
+    openapi.add_argument("--check", action="store_true", help="only say whether the committed file is current")
+    openapi.set_defaults(func=_openapi)
+
+    from sluice.cli.search import add_parser as add_search
 
     add_search(sub)
     return parser

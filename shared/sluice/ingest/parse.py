@@ -1,0 +1,54 @@
+"""The parse stage: the stored original read within the parse budget, in an isolated child,
+into the parsed-text artifact (an archive is unpacked instead, ``archive``)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from sluice.config import Settings
+from sluice.db import documents as doc_repo
+from sluice.db.documents import Document
+from sluice.errors import FileTooLargeError, StoredFileMissingError
+from sluice.ingest.archive import unpack_archive
+from sluice.ingest.artifacts import write_parsed
+from sluice.ingest.families import kb_kind
+from sluice.ingest.runner import StageContext, run_stage
+from sluice.parsing import extract_isolated, sniff
+from sluice.storage import content_key
+
+
+def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
+    def refused(doc: Document, exc: BaseException) -> None:
+        # A refused upload is not kept: the row says why (R-UP-2). A missing one has nothing to
+        # delete, and an inbox object is the caller's own, not ours to remove.
+        if doc.storage_path and doc.source != "s3_drop" and not isinstance(exc, StoredFileMissingError):
+            ctx.store.delete(doc.storage_path)
+
+    run_stage(ctx, doc_id, attempt, "parsing", lambda doc: _parse(ctx, doc, attempt), on_final=refused)
+
+
+def too_large(settings: Settings) -> FileTooLargeError:
+    return FileTooLargeError(
+        f"The file is larger than the {settings.max_upload_size_mb} MB limit for knowledge-base documents."
+    )
+
+
+def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
+    if doc.storage_path is None:
+        raise StoredFileMissingError("The document has no stored file to read; upload it again.")
+    data, size = ctx.store.get_limited(doc.storage_path, ctx.settings.max_upload_bytes)
+    if size > ctx.settings.max_upload_bytes:
+        raise too_large(ctx.settings)
+    kind = kb_kind(sniff(data, doc.filename))
+    with ctx.uow() as conn:
+        if not doc_repo.update(conn, doc.id, expect_attempt=attempt, filetype=kind.mime, filesize=size,
+                               content_hash=hashlib.sha256(data).hexdigest()):
+            return
+    if kind.family == "archive":
+        unpack_archive(ctx, doc, attempt, data, kind)
+        return
+    parsed = extract_isolated(data, kind, ctx.budget)
+    # The readable copy outlives the stage artifact, which a lifecycle rule expires.
+    ctx.store.put(content_key(doc.id), parsed.text.encode(), content_type="text/plain; charset=utf-8")
+    write_parsed(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)

@@ -1,0 +1,134 @@
+"""What every pipeline stage shares: its context, the claim on a document's row, and the one
+try/except that turns a failure into a row's error or a redelivery.
+
+Each stage reads the tracking row first and drops an event whose attempt is
+stale or whose row is gone (R-DOC-7). A failure no redelivery can cure (a
+refusal Sluice raised) fails the row at once with its summary (R-DOC-4). Any
+other failure records the summary in ``last_failure`` and raises, so the queue
+delivers again; after the last delivery the dead-letter handler turns that
+summary into the row's error (R-PARSE-5).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sluice.config import Settings
+from sluice.db import documents as doc_repo
+from sluice.db.connection import UnitOfWork
+from sluice.db.documents import Document
+from sluice.embedding import Embedder, EmbeddingSpec
+from sluice.ingest.failures import failure_summary, is_refusal
+from sluice.parsing import ParseBudget
+from sluice.storage import ObjectStore, content_key
+
+log = logging.getLogger("sluice.ingest")
+
+
+@dataclass
+class StageContext:
+    """What every stage needs, built once per cold start by the composition root."""
+
+    uow: UnitOfWork
+    store: ObjectStore
+    settings: Settings
+    embedder_for: Callable[[EmbeddingSpec], Embedder]
+
+    @property
+    def budget(self) -> ParseBudget:
+        return ParseBudget.from_settings(self.settings)
+
+
+class StaleEvent(Exception):
+    """The event belongs to an attempt that is no longer current; it changes nothing."""
+
+
+class StepFailed(Exception):
+    """A failure inside a named step of a stage (``step``): summarised as that step, not the stage."""
+
+    def __init__(self, step: str, cause: Exception) -> None:
+        super().__init__(step)
+        self.step = step
+        self.cause = cause
+
+
+@contextmanager
+def step(name: str) -> Iterator[None]:
+    """Name what the block does, so its failure's summary and log say that step."""
+    try:
+        yield
+    except StaleEvent:
+        raise
+    except Exception as exc:
+        raise StepFailed(name, exc) from exc
+
+
+def claim(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, stage: str) -> Document:
+    """Claim the row for a stage: it must exist, be processing, and be on this attempt.
+
+    A row that is gone was deleted while its document was indexing: an earlier
+    stage may have written the parsed text after the delete removed it, so the
+    stage that finds the row gone removes it (R-DOC-6). Stage artifacts expire.
+    """
+    with ctx.uow() as conn:
+        doc = doc_repo.get(conn, doc_id, for_update=True)
+        if doc is not None and doc.is_current(attempt):
+            doc_repo.update(conn, doc_id, stage=stage, progress_done=None, progress_total=None)
+            return doc
+    if doc is None:
+        ctx.store.delete_many([content_key(doc_id)])
+    raise StaleEvent(str(doc_id))
+
+
+def fail_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, stage: str,
+                  exc: BaseException) -> None:
+    """Mark the row ``error`` with the R-DOC-4 summary; the log keeps the exception."""
+    log.warning("document failed", exc_info=None if is_refusal(exc) else exc,
+                extra={"document_id": str(doc_id), "stage": stage, "error_type": type(exc).__name__})
+    with ctx.uow() as conn:
+        doc_repo.update(conn, doc_id, expect_attempt=attempt, status="error", stage=stage,
+                        error_message=failure_summary(stage, exc), completed_at=datetime.now(UTC))
+
+
+def note_failed_delivery(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str,
+                         exc: BaseException) -> None:
+    """Keep what this delivery met for the dead-letter handler; the queue will deliver again."""
+    log.warning("stage delivery failed; the queue will retry it", exc_info=exc,
+                extra={"document_id": str(doc_id), "stage": stage, "error_type": type(exc).__name__})
+    try:
+        with ctx.uow() as conn:
+            doc_repo.update(conn, doc_id, expect_attempt=attempt, last_failure=failure_summary(stage, exc))
+    except Exception:
+        log.exception("could not record a failed delivery", extra={"document_id": str(doc_id)})
+
+
+def run_stage(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str, work: Callable[[Document], None],
+              *, is_final: Callable[[BaseException], bool] = is_refusal,
+              on_final: Callable[[Document, BaseException], None] | None = None) -> None:
+    """Claim the row, do ``work`` on it, and settle what went wrong: the skeleton of every stage.
+
+    A stale event does nothing. A final failure (``is_final``) fails the row now,
+    then ``on_final`` cleans up after it; any other records the summary and raises
+    for the queue to deliver again.
+    """
+    try:
+        doc = claim(ctx, doc_id, attempt, stage)
+    except StaleEvent:
+        return
+    try:
+        work(doc)
+    except StaleEvent:
+        return
+    except Exception as raised:
+        where, exc = (raised.step, raised.cause) if isinstance(raised, StepFailed) else (stage, raised)
+        if not is_final(exc):
+            note_failed_delivery(ctx, doc_id, attempt, where, exc)
+            raise exc from None
+        fail_document(ctx, doc_id, attempt, where, exc)
+        if on_final is not None:
+            on_final(doc, exc)

@@ -1,0 +1,80 @@
+"""The package's import graph: each layer imports only layers below it (and itself), and no
+module imports another's private names. Imports inside functions count as much as those at the top."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "sluice"
+
+# Lowest first. Within a layer, modules may import each other; a layer never imports one above it.
+LAYERS: list[set[str]] = [
+    {"errors", "config", "identity"},  # what everything stands on
+    {"parsing", "chunking", "embedding", "storage"},  # readers, splitters, providers, the object store
+    {"db"},  # the tracking tables and their repositories
+    {"vectors"},  # the runtime vector tables
+    {"access"},  # who reaches what
+    {"ingest", "search"},  # the pipeline and the search service
+    {"api"},  # the HTTP edge: bodies, errors, OpenAPI
+    {"aws", "observability", "wiring"},  # adapters built once, the handler shapes, the composition root
+    {"cli", "local"},  # the command and the local runtime
+]
+# A pair of layer members that must not import each other even though they share a layer.
+APART = {("ingest", "search"), ("search", "ingest")}
+
+
+def _top(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "sluice" else None
+
+
+def _layer(name: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        if name in layer:
+            return i
+    raise AssertionError(f"sluice.{name} is in no layer of tests/unit/test_layers.py")
+
+
+def _imports(path: Path) -> list[tuple[str, list[str]]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, []) for a in node.names]
+    return found
+
+
+def _module_files() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        out.append((name, path))
+    return out
+
+
+def test_no_layer_imports_one_above_it_or_a_private_name():
+    modules = _module_files()
+    assert len(modules) > 60
+    wrong: list[str] = []
+    for name, path in modules:
+        own = _top(name)
+        if own is None:  # sluice/__init__.py
+            continue
+        for imported, names in _imports(path):
+            other = _top(imported)
+            if other is None or other == own:
+                continue
+            if _layer(other) > _layer(own) or (own, other) in APART:
+                wrong.append(f"{name} imports {imported}")
+            wrong += [f"{name} imports the private {imported}.{n}" for n in names if n.startswith("_")]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_package_of_sluice_has_a_layer():
+    tops = {p.name if p.is_dir() else p.stem for p in PACKAGE.iterdir()
+            if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__")}
+    assert tops == set().union(*LAYERS)
