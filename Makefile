@@ -29,8 +29,11 @@ lint: install
 	$(BIN)/ruff check shared functions tests bench
 	$(BIN)/cfn-lint template.yaml
 
+# --strict (pyproject.toml) on the package and on each handler; handlers are all named app.py,
+# so each is its own run.
 typecheck: install
 	$(BIN)/mypy shared/sluice
+	for app in functions/*/app.py; do MYPYPATH=shared $(BIN)/mypy --no-namespace-packages $$app || exit 1; done
 
 bench: install
 	$(BIN)/pip install --quiet -e ".[bench]"

@@ -1,7 +1,9 @@
-"""Fakes for the providers Sluice calls out to: real servers on loopback, never a mocked database.
+"""Fakes for what Sluice calls out to: embedding providers and the presigning store. Never a
+mocked database: the tests run against the real embedded PostgreSQL.
 
-``FakeOpenAI`` speaks the OpenAI-compatible embeddings route and records every
-request (headers included), so a test can prove what a worker sent and where.
+``FakeOpenAI`` is a real server on loopback speaking the OpenAI-compatible
+embeddings route; it records every request (headers included), so a test can
+prove what a worker sent and where.
 """
 
 from __future__ import annotations
@@ -10,13 +12,18 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
+import numpy as np
+
+from sluice.embedding import EmbeddingSpec
+
 S = TypeVar("S", bound=ThreadingHTTPServer)
+DIM = 384
 
 
 def vector_for(text: str, dim: int) -> list[float]:
@@ -98,3 +105,54 @@ def serving(server: S) -> Iterator[S]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class FakeEmbedder:
+    """Deterministic unit vectors from the text; ``before_batch`` lets a test fail or block a batch."""
+
+    max_input_tokens = 256
+
+    def __init__(self) -> None:
+        self.spec = None
+        self.calls = 0
+        self.before_batch: Callable[[int], None] | None = None
+
+    def _vector(self, text: str) -> list[float]:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+        return (v / np.linalg.norm(v)).tolist()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.before_batch is not None:
+            self.before_batch(self.calls)
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+class FixedEmbedder:
+    """Answers one query vector whatever the text: the tests choose geometry, not language."""
+
+    def __init__(self, vector: Sequence[float]) -> None:
+        self.vector = list(vector)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vector
+
+
+def embedder_returning(vector: Sequence[float]):
+    embedder = FixedEmbedder(vector)
+
+    def embedder_for(spec: EmbeddingSpec) -> FixedEmbedder:
+        return embedder
+
+    return embedder_for
+
+
+class FakeStore:
+    """Answers a presigned POST without S3: these tests are about the rows and the counts."""
+
+    def presigned_post(self, key: str, *, max_bytes: int, expires_in: int, metadata: dict[str, str]) -> dict:
+        return {"url": "http://store.invalid/", "fields": {"key": key}, "expires_in": expires_in}

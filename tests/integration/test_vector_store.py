@@ -5,9 +5,7 @@ from __future__ import annotations
 import uuid
 
 import numpy as np
-import psycopg
 import pytest
-from pgvector.psycopg import register_vector
 
 from sluice.errors import ValidationError
 from sluice.search.ranking import rank
@@ -24,13 +22,6 @@ def unit(v: list[float]) -> list[float]:
 def rows(doc: uuid.UUID, kb: uuid.UUID, texts: list[str], vecs: list[list[float]]) -> list[store.ChunkRow]:
     return [store.ChunkRow(document_id=doc, kb_id=kb, org_id=None, chunk_index=i, content=t, embedding=v,
                            filename="f.txt") for i, (t, v) in enumerate(zip(texts, vecs, strict=True))]
-
-
-@pytest.fixture
-def conn(db_url):
-    with psycopg.connect(db_url, row_factory=psycopg.rows.dict_row) as c:
-        register_vector(c)
-        yield c
 
 
 def test_table_and_indexes_are_created_once(conn):

@@ -29,7 +29,9 @@ def test_cfn_lint_reports_no_error():
 
 
 def test_every_function_has_a_handler_file():
-    for fn in parse(TEMPLATE).functions.values():
+    functions = parse(TEMPLATE).functions.values()
+    assert len(functions) >= 9
+    for fn in functions:
         module, _, attr = fn.handler.rpartition(".")
         path = ROOT / fn.code_uri / f"{module}.py"
         assert path.is_file(), fn.name
@@ -62,17 +64,18 @@ def test_stage_queues_have_dead_letter_queues_and_partial_failures(raw):
     template = parse(TEMPLATE)
     sourced = [f for f in template.functions.values() if f.queues]
     assert {q for f in sourced for q in f.queues} >= {"IngestQueue", "ChunkQueue", "EmbedQueue"}
+    sqs_events = [(fn.name, ev) for fn in sourced for ev in raw["Resources"][fn.name]["Properties"]["Events"].values()
+                  if ev["Type"] == "SQS"]
+    assert len(sqs_events) == sum(len(fn.queues) for fn in sourced) >= 6
+    assert all(ev["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for _, ev in sqs_events)
+    stage_queues = {"IngestQueue", "ChunkQueue", "EmbedQueue"}
+    for name in stage_queues:  # each stage queue hands its failures to a dead-letter queue after a few tries
+        q = template.queues[name]
+        assert q.dead_letter and q.max_receive_count and q.max_receive_count <= 5, name
     for fn in sourced:
-        events = raw["Resources"][fn.name]["Properties"]["Events"].values()
-        for ev in events:
-            if ev["Type"] == "SQS":
-                assert ev["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"], fn.name
         for queue in fn.queues:
-            q = template.queues[queue]
-            if q.dead_letter:  # a DLQ consumer reads a queue that has none itself
-                assert q.max_receive_count and q.max_receive_count <= 5
             # the visibility timeout must outlast the function, or a message is handled twice at once
-            assert q.visibility_timeout >= fn.timeout, queue
+            assert template.queues[queue].visibility_timeout >= fn.timeout, queue
 
 
 def test_only_health_and_the_api_description_are_open(raw):

@@ -118,7 +118,7 @@ def writable_kb_view(kb: KnowledgeBase) -> WritableKnowledgeBaseOut:
     return WritableKnowledgeBaseOut(
         **_kb_fields(kb, writable=True), embedding_base_url=kb.embedding_base_url,
         embedding_secret_id=kb.embedding_secret_id,
-        grants=[GrantOut(user_id=u, permission=perm) for u, perm in sorted(kb.grants.items())],  # type: ignore[arg-type]
+        grants=[GrantOut(user_id=u, permission=perm) for u, perm in sorted(kb.grants.items())],
     )
 
 
@@ -203,7 +203,7 @@ def document_view(d: Document) -> DocumentOut:
         progress = ProgressOut(done=d.progress_done, total=d.progress_total)
     return DocumentOut(
         id=str(d.id), kb_id=str(d.kb_id) if d.kb_id else None, collection_name=d.collection_name,
-        filename=d.filename, filesize=d.filesize, filetype=d.filetype, status=d.status,  # type: ignore[arg-type]
+        filename=d.filename, filesize=d.filesize, filetype=d.filetype, status=d.status,
         stage=d.stage, progress=progress, error_message=d.error_message,
         document_id=str(d.vector_document_id) if d.vector_document_id else None, chunk_count=d.chunk_count,
         storage_path=d.storage_path, has_file=d.storage_path is not None, attempt=d.attempt, source=d.source,

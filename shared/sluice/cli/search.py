@@ -89,7 +89,7 @@ def _through_api(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, An
     path = "/rag/search/diagnostic" if args.diagnostic else "/rag/search"
     resp = httpx.post(args.api.rstrip("/") + path, json=body, timeout=120,
                       headers={"Authorization": f"Bearer {args.token}"})
-    answer = resp.json()
+    answer: dict[str, Any] = resp.json()
     if resp.status_code != 200:
         raise _Refused(answer)
     return answer

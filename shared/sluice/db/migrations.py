@@ -45,7 +45,7 @@ def migrate(url: str, directory: Path | None = None) -> list[str]:
         try:
             for path in pending(conn, directory):
                 with conn.transaction():
-                    conn.execute(path.read_text())  # type: ignore[arg-type]
+                    conn.execute(path.read_text())
                     conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (path.stem,))
                 applied.append(path.stem)
         finally:

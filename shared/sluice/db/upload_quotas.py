@@ -23,7 +23,8 @@ def lock_users(conn: Connection, user_ids: Iterable[str]) -> datetime:
         )
     row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
     assert row is not None
-    return row["now"]
+    now: datetime = row["now"]
+    return now
 
 
 def accepted_since(conn: Connection, user_id: str, since: datetime) -> list[datetime]:

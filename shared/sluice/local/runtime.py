@@ -145,7 +145,7 @@ class LocalRuntime:
             return
         import pgserver
 
-        self._pg = pgserver.get_server(self.data_dir / "pgdata", cleanup_mode="stop")
+        self._pg = pgserver.get_server(self.data_dir / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
         self.database_url = self._pg.get_uri()
 
     def _start_moto(self) -> None:

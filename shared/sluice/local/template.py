@@ -30,8 +30,10 @@ def _tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
             value = value.split(".", 1)
     elif isinstance(node, yaml.SequenceNode):
         value = loader.construct_sequence(node, deep=True)
-    else:
+    elif isinstance(node, yaml.MappingNode):
         value = loader.construct_mapping(node, deep=True)
+    else:
+        raise yaml.constructor.ConstructorError(None, None, f"unexpected !{suffix} node", node.start_mark)
     return {name: value}
 
 
@@ -39,7 +41,8 @@ _CfnLoader.add_multi_constructor("!", _tag)
 
 
 def load(path: Path) -> dict[str, Any]:
-    return yaml.load(path.read_text(), Loader=_CfnLoader)  # noqa: S506 - a SafeLoader subclass
+    loaded: dict[str, Any] = yaml.load(path.read_text(), Loader=_CfnLoader)  # noqa: S506 - a SafeLoader subclass
+    return loaded
 
 
 @dataclass
@@ -101,9 +104,9 @@ def _logical(value: Any) -> str:
     """The logical id a ``!GetAtt X.Arn`` or ``!Ref X`` points at."""
     if isinstance(value, dict):
         if "Ref" in value:
-            return value["Ref"]
+            return str(value["Ref"])
         if "Fn::GetAtt" in value:
-            return value["Fn::GetAtt"][0]
+            return str(value["Fn::GetAtt"][0])
     raise ValueError(f"expected a reference, got {value!r}")
 
 

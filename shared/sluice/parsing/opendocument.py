@@ -139,7 +139,8 @@ def _children(node: Any, qname: tuple[str, str]) -> Iterator[Any]:
 
 
 def _attr(node: Any, namespace: str, name: str) -> str | None:
-    return node.attributes.get((namespace, name))
+    value = node.attributes.get((namespace, name))
+    return None if value is None else str(value)
 
 
 def _emit(blocks: Iterator[str], text: TextBudget, dedupe: bool = False) -> None:

@@ -79,6 +79,6 @@ def _is_group(shape: Any) -> bool:
     from pptx.enum.shapes import MSO_SHAPE_TYPE
 
     try:
-        return shape.shape_type == MSO_SHAPE_TYPE.GROUP
+        return bool(shape.shape_type == MSO_SHAPE_TYPE.GROUP)
     except NotImplementedError:
         return False

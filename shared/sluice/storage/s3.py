@@ -85,7 +85,8 @@ class ObjectStore:
 
     def get(self, key: str) -> bytes:
         """The object's bytes; an absent key raises ``StoredFileMissingError``."""
-        return self._get_object(key)["Body"].read()
+        data: bytes = self._get_object(key)["Body"].read()
+        return data
 
     def get_limited(self, key: str, max_bytes: int) -> tuple[bytes, int]:
         """Read at most ``max_bytes`` + 1 bytes: the caller learns it is too big without holding it all."""
@@ -117,7 +118,8 @@ class ObjectStore:
         if batch:
             self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
 
-    def presigned_post(self, key: str, *, max_bytes: int, expires_in: int, metadata: dict[str, str]) -> dict:
+    def presigned_post(self, key: str, *, max_bytes: int, expires_in: int, metadata: dict[str, str]
+                       ) -> dict[str, Any]:
         """A POST policy pinning the key, the size range and SSE-KMS (R-UP-2)."""
         fields: dict[str, str] = {"x-amz-server-side-encryption": "aws:kms"}
         conditions: list[Any] = [
@@ -136,11 +138,12 @@ class ObjectStore:
         return {"url": post["url"], "fields": post["fields"], "expires_in": expires_in}
 
     def presigned_get(self, key: str, *, expires_in: int, filename: str) -> str:
-        return self._s3.generate_presigned_url(
+        url: str = self._s3.generate_presigned_url(
             "get_object",
             Params={"Bucket": self.bucket, "Key": key, "ResponseContentDisposition": attachment(filename)},
             ExpiresIn=expires_in,
         )
+        return url
 
 
 def attachment(filename: str) -> str:

@@ -242,7 +242,7 @@ def graph_ef(table_rows: float) -> int:
     """The ``ef_search`` a graph over ``table_rows`` rows needs for its top 10 unfiltered (at most pgvector's cap)."""
     if table_rows <= GRAPH_EF_BASE_ROWS:
         return MIN_EF_SEARCH
-    return min(MAX_EF_SEARCH, math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_EF_GROWTH))
+    return min(MAX_EF_SEARCH, int(math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_EF_GROWTH)))
 
 
 def choose_plan(conn: Connection, collection: str, where: sql.Composable, params: dict[str, Any],

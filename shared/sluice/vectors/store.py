@@ -206,7 +206,7 @@ def count_chunks(conn: Connection, collection: str, document_id: uuid.UUID | Non
     if not table_exists(conn, collection):
         return 0
     query = sql.SQL("SELECT count(*) AS n FROM {t}").format(t=table_ident(collection))
-    params: tuple = ()
+    params: tuple[uuid.UUID, ...] = ()
     if document_id is not None:
         query = query + sql.SQL(" WHERE document_id = %s")
         params = (document_id,)

@@ -6,10 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
-import psycopg
 import pytest
-from pgvector.psycopg import register_vector
-from psycopg.rows import dict_row
 
 from sluice.identity import Principal
 
@@ -18,14 +15,6 @@ VIEW, EDIT, SECRETS = "collections:view", "collections:edit", "secrets:view"
 
 def who(user: str, org: str | None = None, *perms: str, admin: bool = False) -> Principal:
     return Principal(user_id=user, org_id=org, permissions=frozenset(perms), is_app_admin=admin)
-
-
-@pytest.fixture
-def conn(db_url):
-    """One connection; each test commits what it wants seen, as a request would."""
-    with psycopg.connect(db_url, row_factory=dict_row, autocommit=False) as c:
-        register_vector(c)
-        yield c
 
 
 @pytest.fixture(scope="package")

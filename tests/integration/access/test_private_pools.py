@@ -23,17 +23,11 @@ from sluice.config import Settings, reset_settings
 from sluice.db.connection import close_pool, transaction
 from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError, SluiceError, ValidationError
 from sluice.ingest.uploads import Intake, PresignRequest, accept_presigned_upload
+from tests.fakes import FakeStore
 from tests.integration.access.conftest import EDIT, VIEW, who
 
 CONCURRENT = 20
 OWNER = who("pia", "acme", VIEW, EDIT)
-
-
-class FakeStore:
-    """Answers a presigned POST without S3: these tests are about the rows and the counts."""
-
-    def presigned_post(self, key: str, *, max_bytes: int, expires_in: int, metadata: dict[str, str]) -> dict:
-        return {"url": "http://store.invalid/", "fields": {"key": key}, "expires_in": expires_in}
 
 
 def settings(**values) -> Settings:

@@ -3,14 +3,12 @@ with a fake embedding provider (fakes are for the provider, never for the databa
 
 from __future__ import annotations
 
-import hashlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-import numpy as np
 import pytest
 
 from sluice.config import get_settings
@@ -23,34 +21,9 @@ from sluice.ingest.routing import on_ingest_item, on_stage_artifact
 from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import DocumentFields, Intake, accept_direct_upload
 from sluice.storage import ObjectStore, stage_key
+from tests.fakes import DIM, FakeEmbedder
 
-DIM = 384
 ALICE = Principal(user_id="alice", org_id=None, permissions=frozenset(), is_app_admin=False)
-
-
-class FakeEmbedder:
-    """Deterministic unit vectors from the text; ``before_batch`` lets a test fail or block a batch."""
-
-    max_input_tokens = 256
-
-    def __init__(self) -> None:
-        self.spec = None
-        self.calls = 0
-        self.before_batch: Callable[[int], None] | None = None
-
-    def _vector(self, text: str) -> list[float]:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
-        v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-        return (v / np.linalg.norm(v)).tolist()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.calls += 1
-        if self.before_batch is not None:
-            self.before_batch(self.calls)
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vector(text)
 
 
 @dataclass

@@ -6,18 +6,8 @@ from __future__ import annotations
 import uuid
 
 import numpy as np
-import psycopg
-import pytest
-from pgvector.psycopg import register_vector
 
 from sluice.vectors import store
-
-
-@pytest.fixture
-def conn(db_url):
-    with psycopg.connect(db_url, row_factory=psycopg.rows.dict_row) as c:
-        register_vector(c)
-        yield c
 
 
 def rows(doc: uuid.UUID, n: int, tag: str) -> list[store.ChunkRow]:

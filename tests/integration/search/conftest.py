@@ -1,4 +1,4 @@
-"""Fixtures for search against the real embedded PostgreSQL: a connection, bases, chunks, a fixed embedder."""
+"""Bases and principals for search against the real embedded PostgreSQL (fakes: tests/fakes.py)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import psycopg
-import pytest
-from pgvector.psycopg import register_vector
 
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.knowledge_bases import KnowledgeBase
-from sluice.embedding import EmbeddingSpec
 from sluice.identity import Principal
-
-
-@pytest.fixture
-def conn(db_url):
-    with psycopg.connect(db_url, row_factory=psycopg.rows.dict_row) as c:
-        register_vector(c)
-        yield c
 
 
 def make_base(conn: psycopg.Connection, collection: str, *, scope: str = "org", org: str | None = "acme",
@@ -35,25 +25,6 @@ def make_base(conn: psycopg.Connection, collection: str, *, scope: str = "org", 
 
 def viewer(org: str | None = "acme", user: str = "alice") -> Principal:
     return Principal(user_id=user, org_id=org, permissions=frozenset({"collections:view"}), is_app_admin=False)
-
-
-class FixedEmbedder:
-    """Answers one query vector whatever the text: the tests choose geometry, not language."""
-
-    def __init__(self, vector: Sequence[float]) -> None:
-        self.vector = list(vector)
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.vector
-
-
-def embedder_returning(vector: Sequence[float]):
-    embedder = FixedEmbedder(vector)
-
-    def embedder_for(spec: EmbeddingSpec) -> FixedEmbedder:
-        return embedder
-
-    return embedder_for
 
 
 def unit(v: Sequence[float]) -> list[float]:

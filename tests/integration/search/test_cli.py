@@ -6,7 +6,8 @@ import uuid
 
 from sluice import cli
 from sluice.vectors import store
-from tests.integration.search.conftest import embedder_returning, make_base, unit
+from tests.fakes import embedder_returning
+from tests.integration.search.conftest import make_base, unit
 
 Q = unit([1, 0, 0, 0, 0, 0, 0, 0])
 

@@ -30,7 +30,8 @@ from sluice.search.service import (
 )
 from sluice.vectors import store
 from sluice.vectors.search import BaseScope, vector_candidates
-from tests.integration.search.conftest import embedder_returning, make_base, unit, viewer
+from tests.fakes import embedder_returning
+from tests.integration.search.conftest import make_base, unit, viewer
 
 COLLECTION = "policies"
 SOURCES = ("upload", "s3", None)

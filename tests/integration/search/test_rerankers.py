@@ -20,7 +20,8 @@ from sluice.embedding.rerank import (
 from sluice.errors import RerankerError
 from sluice.search.service import SearchRequest, search
 from sluice.vectors import store
-from tests.integration.search.conftest import embedder_returning, make_base, unit, viewer
+from tests.fakes import embedder_returning
+from tests.integration.search.conftest import make_base, unit, viewer
 
 NO_WAIT = RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.0, total_seconds=5.0, sleep=lambda s: None)
 

@@ -9,7 +9,8 @@ import uuid
 from sluice.search.ranking import score
 from sluice.search.service import SearchRequest, search
 from sluice.vectors import store
-from tests.integration.search.conftest import embedder_returning, make_base, unit, viewer
+from tests.fakes import embedder_returning
+from tests.integration.search.conftest import make_base, unit, viewer
 
 Q = unit([1, 0, 0, 0, 0, 0, 0, 0])
 SECRET_TEXT = "The vault combination is 12-34-56 and must never reach a log."

@@ -86,9 +86,9 @@ def test_overlap_carries_a_whole_paragraph_that_fits():
 
 def test_chunks_locate_their_content_in_the_original_text():
     text = "One para.\r\n\r\nTwo para with   spaces.\r\n\r\n\r\nThree."
-    for chunk in split_text(text, plan(12, 3)):
-        assert text[chunk.char_start : chunk.char_end] == chunk.content
-        assert chunk.content == chunk.content.strip()
+    chunks = split_text(text, plan(12, 3))
+    assert [c.content for c in chunks] == ["One para.", "Two para", "with", "spaces.", "Three."]
+    assert [text[c.char_start : c.char_end] for c in chunks] == [c.content for c in chunks]
 
 
 def test_no_chunk_is_longer_than_the_size():
