@@ -9,7 +9,7 @@ import boto3
 import httpx
 import pytest
 
-from tests.conftest import CORPUS
+from tests.unit.parsing.parsing_samples import docx_bytes, pdf_bytes
 
 pytestmark = pytest.mark.e2e
 
@@ -40,7 +40,8 @@ def test_presigned_pdf_is_encrypted_indexed_and_found(runtime, client_for):
     # GIVEN a personal base and a real PDF
     api = client_for("alice")
     kb = new_base(api)
-    pdf = (CORPUS / "pdf" / "testPDF.pdf").read_bytes()
+    pdf = pdf_bytes(["Apache Tika is a toolkit for detecting and extracting metadata and text from files.",
+                     "A second page: the toolkit reads over a thousand file types."])
 
     # WHEN the client asks for a presigned POST and posts the file straight to S3
     resp = api.post(f"/kb/{kb['id']}/uploads", json={"filename": "testPDF.pdf", "size": len(pdf)})
@@ -78,7 +79,7 @@ def test_presigned_pdf_is_encrypted_indexed_and_found(runtime, client_for):
 def test_direct_multipart_docx_and_markdown(runtime, client_for):
     api = client_for("bob")
     kb = new_base(api)
-    docx = (CORPUS / "docx" / "NullHeader.docx").read_bytes()
+    docx = docx_bytes(["Hundreds injured in Yemen protest", "Security forces fired on the crowd in the capital."])
     md = (b"# Rotation policy\n\nThe on-call engineer rotates the signing keys every ninety days "
           b"and records the rotation in the audit ledger.\n")
     ids = []

@@ -15,8 +15,8 @@ from sluice.db.connection import transaction
 from sluice.errors import DocCapReachedError
 from sluice.parsing import SUPPORTED_EXTENSIONS
 from sluice.storage import rag_key, stage_key
-from tests.conftest import CORPUS
 from tests.integration.ingest.conftest import paragraphs
+from tests.unit.parsing.parsing_samples import sample_for
 
 TEXT = "The on-call engineer rotates the signing keys every ninety days.\n"
 
@@ -39,37 +39,12 @@ def tar_gz_bytes(members: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def corpus(path: str) -> bytes:
-    return (CORPUS / path).read_bytes()
-
-
-SAMPLES = {
-    ".pdf": lambda: corpus("pdf/testPDF.pdf"),
-    ".docx": lambda: corpus("docx/NullHeader.docx"),
-    ".docm": lambda: corpus("docx/testWORD_macros.docm"),
-    ".xlsx": lambda: corpus("xlsx/SampleSS.xlsx"),
-    ".xlsm": lambda: corpus("xlsx/testEXCEL_macro.xlsm"),
-    ".xls": lambda: corpus("xls/Formate.xls"),
-    ".ods": lambda: corpus("ods/LibreOfficeCalc_ods_1.3.ods"),
-    ".pptx": lambda: corpus("pptx/no-core-props.pptx"),
-    ".pptm": lambda: corpus("pptx/testPPT.pptm"),
-    ".odp": lambda: corpus("odp/LibreOfficeImpress_odp_1.3.odp"),
-    ".odt": lambda: corpus("odt/Electra.odt"),
-    ".msg": lambda: corpus("msg/cyrillic_message.msg"),
-    ".txt": lambda: TEXT.encode(),
-    ".md": lambda: f"# Keys\n\n{TEXT}".encode(),
-    ".markdown": lambda: f"# Keys\n\n{TEXT}".encode(),
-    ".csv": lambda: corpus("csv/testCSV.csv"),
-    ".json": lambda: corpus("json/test.json"),
-    ".xml": lambda: corpus("xml/testONIXMessage.xml"),
-    ".xlf": lambda: corpus("xml/global.xlf"),
-    ".xliff": lambda: corpus("xml/global.xlf"),
-    ".html": lambda: corpus("html/testHTML.html"),
-    ".htm": lambda: corpus("html/testHTML.html"),
-    ".zip": lambda: zip_bytes({"a.txt": TEXT.encode()}),
-    ".tar.gz": lambda: tar_gz_bytes({"a.txt": TEXT.encode()}),
-    ".tgz": lambda: tar_gz_bytes({"a.txt": TEXT.encode()}),
-}
+# Every extension a generated sample exists for (tests/unit/parsing/parsing_samples.sample_for).
+SAMPLES = [
+    ".pdf", ".docx", ".docm", ".xlsx", ".xlsm", ".xls", ".ods", ".pptx", ".pptm", ".odp", ".odt", ".msg",
+    ".txt", ".md", ".markdown", ".csv", ".json", ".xml", ".xlf", ".xliff", ".html", ".htm",
+    ".zip", ".tar.gz", ".tgz",
+]  # fmt: skip
 # A legacy Word file needs LibreOffice to read and an OLE2 sample to test; neither is here.
 NO_SAMPLE = {".doc"}
 KB_EXTENSIONS = sorted(ext for ext, family in SUPPORTED_EXTENSIONS.items() if family != "image")
@@ -82,7 +57,7 @@ def test_every_listed_extension_has_a_sample():
 @pytest.mark.parametrize("ext", sorted(SAMPLES))
 def test_each_listed_type_goes_through_the_parse_stage(harness, ext):
     h = harness
-    doc_id = h.upload(f"sample{ext}", SAMPLES[ext]())
+    doc_id = h.upload(f"sample{ext}", sample_for(ext))
     h.deliver(h.parse_message(doc_id))
     doc = h.document(doc_id)
     if SUPPORTED_EXTENSIONS[ext] == "archive":

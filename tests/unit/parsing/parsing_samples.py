@@ -271,3 +271,177 @@ def odp_bytes(slides: list[str]) -> bytes:
     buffer = io.BytesIO()
     document.write(buffer)
     return buffer.getvalue()
+
+
+# --- OLE2 (compound file) documents: .xls and .msg -------------------------------------------
+
+_FREE, _END, _FATSECT = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFFFFFD
+_SECTOR, _MINI, _CUTOFF = 512, 64, 4096
+
+
+def cfb_bytes(streams: dict[str, bytes]) -> bytes:
+    """A version-3 compound file holding ``streams`` in its root storage.
+
+    Enough of [MS-CFB] for readers to find each stream: small ones in the mini
+    stream, the rest in sectors, one FAT sector at most (files up to ~64 KB).
+    """
+    names = sorted(streams, key=lambda n: (len(n), n.upper()))  # the directory's own order
+    mini = b""
+    mini_fat: list[int] = []
+    placed: dict[str, tuple[int, bool]] = {}
+    for name in names:
+        data = streams[name]
+        if len(data) < _CUTOFF:
+            start = len(mini) // _MINI
+            count = max(1, -(-len(data) // _MINI))
+            mini_fat += [start + i + 1 for i in range(count - 1)] + [_END]
+            mini += data.ljust(count * _MINI, b"\0")
+            placed[name] = (start, True)
+    sectors: list[bytes] = []
+    fat: list[int] = []
+
+    def add(data: bytes, marker: int | None = None) -> int:
+        start = len(sectors)
+        count = max(1, -(-len(data) // _SECTOR))
+        for i in range(count):
+            sectors.append(data[i * _SECTOR:(i + 1) * _SECTOR].ljust(_SECTOR, b"\0"))
+            fat.append(marker if marker is not None else (start + i + 1 if i < count - 1 else _END))
+        return start
+
+    mini_start = add(mini) if mini else _END
+    for name in names:
+        if name not in placed:
+            placed[name] = (add(streams[name]), False)
+    mini_fat_start = add(b"".join(struct.pack("<I", v) for v in mini_fat)) if mini_fat else _END
+
+    def entry(name: str, kind: int, right: int, child: int, start: int, size: int) -> bytes:
+        encoded = name.encode("utf-16-le") + b"\0\0"
+        return (encoded.ljust(64, b"\0") + struct.pack("<HBB", len(encoded), kind, 1)
+                + struct.pack("<III", _FREE, right, child) + b"\0" * 16 + b"\0" * 4 + b"\0" * 16
+                + struct.pack("<IQ", start, size))
+
+    # Root first; its children as one chain of right siblings (all black: a valid, if tall, tree).
+    directory = entry("Root Entry", 5, _FREE, 1 if names else _FREE, mini_start, len(mini))
+    for i, name in enumerate(names):
+        start, _ = placed[name]
+        directory += entry(name, 2, i + 2 if i + 1 < len(names) else _FREE, _FREE, start, len(streams[name]))
+    unused = b"\0" * 66 + b"\0\0" + struct.pack("<III", _FREE, _FREE, _FREE) + b"\0" * 48
+    while len(directory) % _SECTOR:
+        directory += unused
+    dir_start = add(directory)
+    fat_sector = len(sectors)
+    fat.append(_FATSECT)
+    assert len(fat) <= _SECTOR // 4, "cfb_bytes writes one FAT sector: keep samples small"
+    sectors.append(b"".join(struct.pack("<I", v) for v in fat).ljust(_SECTOR, b"\xff"))
+    header = (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 16 + struct.pack("<HHHHH", 0x3E, 3, 0xFFFE, 9, 6)
+              + b"\0" * 6 + struct.pack("<IIIIIIIII", 0, 1, dir_start, 0, _CUTOFF, mini_fat_start,
+                                        1 if mini_fat else 0, _END, 0)
+              + struct.pack("<I", fat_sector) + b"\xff" * (109 * 4 - 4))
+    return header + b"".join(sectors)
+
+
+def _biff(record: int, payload: bytes) -> bytes:
+    return struct.pack("<HH", record, len(payload)) + payload
+
+
+def _biff_string(text: str, length_bytes: int = 2) -> bytes:
+    # BIFF8 unicode string: character count, option flags (1: UTF-16), the characters.
+    return struct.pack("<H" if length_bytes == 2 else "<B", len(text)) + b"\x01" + text.encode("utf-16-le")
+
+
+def xls_bytes(sheets: dict[str, list[list[str | float]]]) -> bytes:
+    """A BIFF8 workbook (Excel 97-2003) in its OLE2 container: text and number cells."""
+    bof = lambda kind: _biff(0x0809, struct.pack("<HHHHII", 0x0600, kind, 0x0DBB, 0x07CC, 0, 0x0006))  # noqa: E731
+    eof = _biff(0x000A, b"")
+    bodies = []
+    for rows in sheets.values():
+        cells = b""
+        for r, row in enumerate(rows):
+            for c, value in enumerate(row):
+                if isinstance(value, str):
+                    cells += _biff(0x0204, struct.pack("<HHH", r, c, 0) + _biff_string(value))  # LABEL
+                else:
+                    cells += _biff(0x0203, struct.pack("<HHHd", r, c, 0, float(value)))  # NUMBER
+        width = max((len(r) for r in rows), default=0)
+        dims = _biff(0x0200, struct.pack("<IIHHH", 0, len(rows), 0, width, 0))
+        bodies.append(bof(0x0010) + dims + cells + eof)
+    sheet_records = [_biff(0x0085, struct.pack("<IBB", 0, 0, 0) + _biff_string(name, 1)) for name in sheets]
+    globals_size = len(bof(0x0005)) + sum(len(r) for r in sheet_records) + len(eof)
+    offset = globals_size
+    patched = []
+    for record, body in zip(sheet_records, bodies, strict=True):
+        patched.append(record[:4] + struct.pack("<I", offset) + record[8:])
+        offset += len(body)
+    stream = bof(0x0005) + b"".join(patched) + eof + b"".join(bodies)
+    return cfb_bytes({"Workbook": stream.ljust(_CUTOFF, b"\0")})
+
+
+def msg_bytes(subject: str, body: str, sender: str, to: str) -> bytes:
+    """An Outlook message: the MAPI property streams of its subject, body, sender and recipients."""
+    def prop(tag: str, text: str) -> tuple[str, bytes]:
+        return f"__substg1.0_{tag}001F", text.encode("utf-16-le")
+
+    return cfb_bytes(dict([
+        prop("0037", subject), prop("1000", body), prop("0C1A", sender), prop("0E04", to),
+        ("__properties_version1.0", b"\0" * 32),
+    ]))
+
+
+_MACRO_ENABLED = {
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml":
+        "application/vnd.ms-word.document.macroEnabled.main+xml",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml":
+        "application/vnd.ms-excel.sheet.macroEnabled.main+xml",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml":
+        "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml",
+}
+
+
+def macro_enabled(data: bytes) -> bytes:
+    """An OOXML file as its macro-enabled sibling (.docm, .xlsm, .pptm) declares itself."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        types = archive.read("[Content_Types].xml").decode()
+    for plain, macro in _MACRO_ENABLED.items():
+        types = types.replace(plain, macro)
+    return replace_zip_member(data, "[Content_Types].xml", types.encode())
+
+
+TEXT_SAMPLES = {
+    ".csv": b"region,revenue\nNorth,42\nSouth,17\n",
+    ".json": b'{"policy": "The on-call engineer rotates the signing keys every ninety days."}',
+    ".xml": b'<?xml version="1.0" encoding="UTF-8"?><policy><rule>Rotate the signing keys every ninety days.</rule>'
+            b"</policy>",
+    ".xlf": b'<?xml version="1.0"?><xliff version="1.2"><file source-language="en"><body><trans-unit id="1">'
+            b"<source>Rotate the keys</source></trans-unit></body></file></xliff>",
+    ".html": b"<html><head><title>Policy</title><script>x()</script></head><body><p>Rotate the signing keys "
+             b"every ninety days.</p></body></html>",
+}
+
+
+def sample_for(extension: str) -> bytes:
+    """A small, generated file of each extension a knowledge base reads (none for .doc: it takes LibreOffice)."""
+    text = "The on-call engineer rotates the signing keys every ninety days."
+    generated = {
+        ".pdf": lambda: pdf_bytes([text, "A second page about the audit ledger."]),
+        ".docx": lambda: docx_bytes([text]),
+        ".docm": lambda: macro_enabled(docx_bytes([text])),
+        ".xlsx": lambda: xlsx_bytes({"Keys": [["key", "days"], ["signing", 90]]}),
+        ".xlsm": lambda: macro_enabled(xlsx_bytes({"Keys": [["key", "days"], ["signing", 90]]})),
+        ".xls": lambda: xls_bytes({"Keys": [["key", "days"], ["signing", 90.0]]}),
+        ".ods": lambda: ods_bytes([["key", "days"], ["signing", "90"]]),
+        ".pptx": pptx_bytes,
+        ".pptm": lambda: macro_enabled(pptx_bytes()),
+        ".odp": lambda: odp_bytes([text]),
+        ".odt": lambda: odt_bytes([text]),
+        ".msg": lambda: msg_bytes("Key rotation", text, "Ann Example", "Ben Example"),
+        ".txt": lambda: text.encode(),
+        ".md": lambda: f"# Keys\n\n{text}".encode(),
+        ".markdown": lambda: f"# Keys\n\n{text}".encode(),
+        ".htm": lambda: TEXT_SAMPLES[".html"],
+        ".xliff": lambda: TEXT_SAMPLES[".xlf"],
+        ".zip": lambda: zip_bytes([("a.txt", text.encode())]),
+        ".tar.gz": lambda: tar_gz_bytes([("a.txt", text.encode())]),
+        ".tgz": lambda: tar_gz_bytes([("a.txt", text.encode())]),
+        **{ext: (lambda data=data: data) for ext, data in TEXT_SAMPLES.items()},
+    }
+    return generated[extension]()
