@@ -1,4 +1,5 @@
-"""Applies the versioned SQL files of infra/migrations in order, each once (R-OPS-3)."""
+"""Applies the versioned SQL files of infra/migrations in order, each once (R-OPS-3), and brings
+the ``vector`` extension up to the version the server has installed."""
 
 from __future__ import annotations
 
@@ -48,6 +49,41 @@ def migrate(url: str, directory: Path | None = None) -> list[str]:
                     conn.execute(path.read_text())  # type: ignore[arg-type]
                     conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (path.stem,))
                 applied.append(path.stem)
+            updated = update_vector_extension(conn)
+            if updated:
+                applied.append(updated)
         finally:
             conn.execute("SELECT pg_advisory_unlock(727274)")
     return applied
+
+
+def version_tuple(text: str | None) -> tuple[int, ...]:
+    """``"0.8.6"`` as ``(0, 8, 6)``, so versions compare as numbers."""
+    return tuple(int(p) for p in str(text or "0").split(".") if p.isdigit())
+
+
+def update_vector_extension(conn: psycopg.Connection) -> str | None:
+    """``ALTER EXTENSION vector UPDATE`` when the server has a newer pgvector than the database runs.
+
+    A database keeps the extension version it was created with until told otherwise: one made
+    before pgvector 0.8 was built into the embedded PostgreSQL (``make install``), or before an
+    Aurora engine upgrade, would go on without the iterative index scans search plans for.
+    Returns what was done ("vector 0.6.2 -> 0.8.6"), or None.
+    """
+    row = conn.execute("SELECT installed_version, default_version FROM pg_available_extensions"
+                       " WHERE name = 'vector'").fetchone()
+    if row is None:
+        return None
+    installed, available = (row["installed_version"], row["default_version"]) if isinstance(row, dict) else row
+    if installed is None or version_tuple(available) <= version_tuple(installed):
+        return None
+    with conn.transaction():
+        conn.execute("ALTER EXTENSION vector UPDATE")
+    return f"vector {installed} -> {available}"
+
+
+def vector_version(url: str) -> str | None:
+    """The pgvector version the database at ``url`` runs (its extversion), or None without the extension."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    return None if row is None else str(row[0])

@@ -49,8 +49,9 @@ from pgvector import Vector
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from sluice.vectors.names import table_ident, table_name
-from sluice.vectors.store import table_exists
+from sluice.db.migrations import version_tuple
+from sluice.vectors.names import index_name, table_ident, table_name
+from sluice.vectors.store import IndexKind, table_exists
 
 VEC_WEIGHT = 0.7
 TEXT_WEIGHT = 0.3
@@ -76,8 +77,12 @@ MAX_EF_SEARCH = 1000
 # grows from MIN_EF_SEARCH at GRAPH_EF_BASE_ROWS by 5x per 10x rows, reaching MAX_EF_SEARCH at 1M.
 GRAPH_EF_BASE_ROWS = 100_000
 GRAPH_EF_GROWTH = math.log10(5)
-# Tuples an iterative scan (pgvector >= 0.8) may visit before it gives up.
-MAX_SCAN_TUPLES = 200_000
+# pgvector >= 0.8: iterative index scans (PROVISIONAL values, measured below).
+ITERATIVE_SCAN_VERSION = (0, 8)
+ITERATIVE_ORDER = "relaxed_order"
+ITERATIVE_FETCH = 10
+MAX_SCAN_TUPLES = 20_000
+SCAN_MEM_MULTIPLIER = 1
 
 Strategy = Literal["exact", "hnsw", "hnsw_iterative"]
 
@@ -166,6 +171,8 @@ class Plan:
     rows_in_scope: int | None  # the planner's estimate
     selectivity: float
     ef_search: int | None = None
+    fetch: int = 0  # rows asked of the index, re-ordered exactly; at least the rows asked for
+    max_scan_tuples: int = 0  # hnsw_iterative: where the server stops walking
 
 
 # --- the WHERE clause: scope, then filters ------------------------------------------------------
@@ -211,17 +218,8 @@ def scope_clause(scope: Sequence[BaseScope], flt: ChunkFilter = NO_FILTER) -> tu
 # --- choosing the plan ------------------------------------------------------------------------
 
 
-def vector_extension_version(conn: psycopg.Connection) -> tuple[int, ...]:
-    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-    return _version(_one(row) if row is not None else None)
-
-
-def _version(text: str | None) -> tuple[int, ...]:
-    return tuple(int(p) for p in str(text or "0").split(".") if p.isdigit())
-
-
-def has_iterative_scan(conn: psycopg.Connection) -> bool:
-    return vector_extension_version(conn) >= (0, 8)
+def supports_iterative_scan(version: tuple[int, ...]) -> bool:
+    return version >= ITERATIVE_SCAN_VERSION
 
 
 def _one(row: Any) -> Any:
@@ -232,23 +230,32 @@ def _one(row: Any) -> Any:
 class TableFacts:
     present: bool
     rows: float  # the planner's count (reltuples), or its estimate from pages before the first ANALYZE
-    iterative_scan: bool
+    iterative_scan: bool  # the database's pgvector (its extversion) has iterative index scans
+    index: IndexKind = "vector"  # what the table's HNSW index stores: the ORDER BY must match it
+    dim: int = 0
 
 
 def table_facts(conn: psycopg.Connection, collection: str) -> TableFacts:
-    """Whether the table exists, about how many rows it holds, and the server's pgvector: one round trip."""
+    """Whether the table exists, about how many rows it holds, its HNSW index and the database's
+    pgvector: one round trip."""
     values = conn.cursor(row_factory=dict_row).execute(
         """SELECT to_regclass(%(t)s) IS NOT NULL AS present,
                   (SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass(%(t)s)) AS reltuples,
-                  (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version""",
-        {"t": table_name(collection)},
+                  (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version,
+                  (SELECT atttypmod FROM pg_attribute
+                    WHERE attrelid = to_regclass(%(t)s) AND attname = 'embedding') AS dim,
+                  (SELECT o.opcname FROM pg_index x JOIN pg_opclass o ON o.oid = x.indclass[0]
+                    WHERE x.indexrelid = to_regclass(%(i)s)) AS opclass""",
+        {"t": table_name(collection), "i": index_name(collection, "embedding_idx")},
     ).fetchone()
     if values is None or not values["present"]:
         return TableFacts(False, 0.0, False)
     rows = float(values["reltuples"])
     if rows < 0:  # never analyzed: the planner's own estimate from the table's size
         rows = _estimated_rows(conn, collection, sql.SQL("true"), {})
-    return TableFacts(True, rows, _version(values["version"]) >= (0, 8))
+    index: IndexKind = "halfvec" if values["opclass"] == "halfvec_cosine_ops" else "vector"
+    return TableFacts(True, rows, supports_iterative_scan(version_tuple(values["version"])), index,
+                      int(values["dim"] or 0))
 
 
 def _estimated_rows(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any]) -> float:
@@ -267,27 +274,41 @@ def graph_ef(table_rows: float) -> int:
     return min(MAX_EF_SEARCH, math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_EF_GROWTH))
 
 
+def plan_for(estimate: float, table_rows: float, limit: int, *, iterative: bool,
+             exact_rows: int = EXACT_SCAN_ROWS) -> Plan:
+    """The plan for a scope of about ``estimate`` rows in a table of ``table_rows``.
+
+    ``iterative``: the database's pgvector has iterative index scans (>= 0.8). Without them
+    the graph is used only when one walk of at most ``MAX_EF_SEARCH`` can hold the rows needed.
+    """
+    total = max(table_rows, 1.0)
+    selectivity = min(1.0, max(estimate, 1.0) / total)
+    # The walk that holds OVERFETCH times the rows needed at this selectivity, never shorter than
+    # the table's size needs for its unfiltered top 10.
+    walk = max(graph_ef(total), limit * 2, math.ceil(limit * OVERFETCH / selectivity))
+    ef = min(walk, MAX_EF_SEARCH)
+    # Exact when scoring the scope costs less than walking the graph that far; and, without
+    # iterative scans, when one walk cannot be that long (pgvector caps ef_search). An iterative
+    # scan goes on past the cap, a batch of ef_search at a time.
+    if estimate <= max(exact_rows, EXACT_ROWS_PER_EF * walk) or (walk > MAX_EF_SEARCH and not iterative):
+        return Plan("exact", round(estimate), selectivity)
+    if not iterative:
+        return Plan("hnsw", round(estimate), selectivity, ef)
+    return Plan("hnsw_iterative", round(estimate), selectivity, ef, fetch=max(limit, ITERATIVE_FETCH),
+                max_scan_tuples=MAX_SCAN_TUPLES)
+
+
 def choose_plan(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any],
                 limit: int, *, iterative: bool, exact_rows: int | None = None, table_rows: float | None = None
                 ) -> Plan:
-    exact_rows = EXACT_SCAN_ROWS if exact_rows is None else exact_rows
     if table_rows is None:
         table_rows = table_facts(conn, collection).rows
-    total = max(table_rows, 1.0)
     # The planner's estimate, not a count: counting a scope of a few thousand rows costs as much as
     # scanning it. A wrong estimate costs time, never rows: too low and the exact scan is slower
     # than needed; too high and a short graph answer is redone exactly (vector_candidates).
     estimate = _estimated_rows(conn, collection, where, params)
-    selectivity = min(1.0, max(estimate, 1.0) / total)
-    needed_ef = math.ceil(limit * OVERFETCH / selectivity)
-    ef = max(graph_ef(total), limit * 2, needed_ef)
-    # Exact when the graph cannot be asked for enough rows (ef is capped by pgvector; an iterative
-    # scan on 0.8 could go on, but only by visiting more tuples than the scope holds rows), or when
-    # scoring the scope costs less than walking the graph that far.
-    if ef > MAX_EF_SEARCH or estimate <= max(exact_rows, EXACT_ROWS_PER_EF * ef):
-        return Plan("exact", round(estimate), selectivity)
-    # On pgvector >= 0.8 the same ef, plus the server refilling a short answer by walking further.
-    return Plan("hnsw_iterative" if iterative else "hnsw", round(estimate), selectivity, ef)
+    return plan_for(estimate, table_rows, limit, iterative=iterative,
+                    exact_rows=EXACT_SCAN_ROWS if exact_rows is None else exact_rows)
 
 
 # --- the candidate query ----------------------------------------------------------------------
@@ -295,14 +316,15 @@ def choose_plan(conn: psycopg.Connection, collection: str, where: sql.Composable
 _COLUMNS = """id, document_id, kb_id, chunk_index, content, filename, page_start, page_end, source,
            document_type, organizational_unit, document_date, source_path, metadata, content_tsv"""
 
-# `+ 0` keeps the ORDER BY from matching the HNSW index, so the rows in scope are
+# The exact plan: `+ 0` keeps the ORDER BY from matching the HNSW index, so the rows in scope are
 # found through the btree indexes and every one of them is scored: an exact top-k.
-_ORDER = {
-    "exact": "(embedding <=> %(vec)s) + 0",
-    "hnsw": "embedding <=> %(vec)s",
-    "hnsw_iterative": "embedding <=> %(vec)s",
-}
+_EXACT_ORDER = sql.SQL("(embedding <=> %(vec)s) + 0")
+_VECTOR_ORDER = sql.SQL("embedding <=> %(vec)s")
+# A halfvec index is an expression index: the ORDER BY must be that expression for the planner to use it.
+_HALFVEC_ORDER = "embedding::halfvec({d}) <=> %(vec)s::halfvec({d})"
 
+# `hits` takes the first `fetch` rows the index yields; the outer query orders them by the full-precision
+# distance, which both a relaxed-order iterative scan and a halfvec index need, and keeps `limit`.
 _CANDIDATES = """
 WITH q AS (
     SELECT replace(plainto_tsquery('simple', %(text)s)::text, '&', '|') AS terms
@@ -311,28 +333,42 @@ WITH q AS (
       FROM {t}
      WHERE {where}
      ORDER BY {order}
-     LIMIT %(limit)s
+     LIMIT %(fetch)s
 )
 SELECT hits.*, 1 - hits.distance AS vec_score,
        CASE WHEN q.terms = '' THEN 0.0 ELSE ts_rank(hits.content_tsv, q.terms::tsquery) END AS text_score
   FROM hits CROSS JOIN q
  ORDER BY hits.distance, hits.id
+ LIMIT %(limit)s
 """
 
 
-def candidate_query(collection: str, where: sql.Composable, strategy: Strategy) -> sql.Composed:
-    return sql.SQL(_CANDIDATES).format(
-        columns=sql.SQL(_COLUMNS), t=table_ident(collection), where=where, order=sql.SQL(_ORDER[strategy])
-    )
+def candidate_query(collection: str, where: sql.Composable, strategy: Strategy, index: IndexKind = "vector",
+                    dim: int = 0) -> sql.Composed:
+    """The candidate query of ``strategy`` against a table whose HNSW index is of ``index`` over ``dim``."""
+    if strategy == "exact":
+        order: sql.Composable = _EXACT_ORDER
+    elif index == "halfvec":
+        order = sql.SQL(_HALFVEC_ORDER).format(d=sql.Literal(int(dim)))
+    else:
+        order = _VECTOR_ORDER
+    return sql.SQL(_CANDIDATES).format(columns=sql.SQL(_COLUMNS), t=table_ident(collection), where=where,
+                                       order=order)
 
 
-def _apply_plan(conn: psycopg.Connection, plan: Plan) -> None:
-    # set_config(..., true) lasts until the end of the caller's transaction, like SET LOCAL.
+def _apply_plan(conn: psycopg.Connection, plan: Plan, iterative_server: bool) -> None:
+    # set_config(..., true) lasts until the end of the caller's transaction, like SET LOCAL; a search
+    # of several collections runs in one transaction, so each graph plan sets every knob it relies on.
     if plan.strategy == "hnsw_iterative":
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true), "
-                     "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                     "set_config('hnsw.max_scan_tuples', %s, true)",
-                     (str(plan.ef_search), str(MAX_SCAN_TUPLES)))
+                     "set_config('hnsw.iterative_scan', %s, true), "
+                     "set_config('hnsw.max_scan_tuples', %s, true), "
+                     "set_config('hnsw.scan_mem_multiplier', %s, true)",
+                     (str(plan.ef_search), ITERATIVE_ORDER, str(plan.max_scan_tuples), str(SCAN_MEM_MULTIPLIER)))
+    elif plan.strategy == "hnsw" and iterative_server:
+        # The plan for pgvector < 0.8, forced on a server that has iterative scans: one walk, as 0.6 does.
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'off', true)",
+                     (str(plan.ef_search),))
     elif plan.ef_search is not None:
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(plan.ef_search),))
 
@@ -347,25 +383,36 @@ def vector_candidates(
     limit: int,
     filters: ChunkFilter = NO_FILTER,
     strategy: Strategy | None = None,
+    iterative: bool | None = None,
 ) -> tuple[list[Candidate], Plan]:
     """The ``limit`` rows in scope nearest ``vector``, each with its full-text rank for ``text``.
 
-    ``strategy`` forces a plan (the benchmarks and the recall test use it); by
-    default it is chosen from the size of the scope.
+    ``strategy`` forces a plan; ``iterative=False`` plans as for a pgvector without iterative
+    scans (< 0.8) whatever the server has. The benchmarks and tests use both; by default the plan
+    is chosen from the size of the scope and the database's pgvector.
     """
     facts = table_facts(conn, collection) if scope else TableFacts(False, 0.0, False)
     if not facts.present:
         return [], Plan("exact", 0, 0.0)
+    if iterative is None or not facts.iterative_scan:
+        iterative = facts.iterative_scan
     where, params = scope_clause(scope, filters)
     if strategy is None:
-        plan = choose_plan(conn, collection, where, params, limit, iterative=facts.iterative_scan,
-                           table_rows=facts.rows)
+        plan = choose_plan(conn, collection, where, params, limit, iterative=iterative, table_rows=facts.rows)
+    elif strategy == "exact":
+        plan = Plan("exact", None, 1.0)
     else:
-        plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH if strategy != "exact" else None)
-    params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "text": text, "limit": limit}
-    _apply_plan(conn, plan)
+        if strategy == "hnsw_iterative" and not facts.iterative_scan:
+            raise ValueError(f"pgvector {'.'.join(map(str, ITERATIVE_SCAN_VERSION))} or later is needed for "
+                             "hnsw_iterative")
+        plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH, fetch=max(limit, ITERATIVE_FETCH),
+                    max_scan_tuples=MAX_SCAN_TUPLES) if strategy == "hnsw_iterative" else Plan(
+                    strategy, None, 1.0, MAX_EF_SEARCH)
+    params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "text": text, "limit": limit,
+              "fetch": max(limit, plan.fetch)}
+    _apply_plan(conn, plan, facts.iterative_scan)
     cur = conn.cursor(row_factory=dict_row)
-    rows = cur.execute(candidate_query(collection, where, plan.strategy), params).fetchall()
+    rows = cur.execute(candidate_query(collection, where, plan.strategy, facts.index, facts.dim), params).fetchall()
     if len(rows) < limit and plan.strategy != "exact" and strategy is None:
         # The graph came back short: either the scope holds fewer rows, or it missed some. Exact settles it.
         plan = Plan("exact", None, plan.selectivity)
