@@ -62,8 +62,11 @@ DEDUPE_PREFIX = 120
 
 # A scope this small is always scored exactly, whatever the graph would cost.
 EXACT_SCAN_ROWS = 1_000
-# Scoring a row exactly costs about 1/8 of what raising ef_search by one does (2 cores, 384-d,
-# bench/search_latency.py: ~2 ms per 1,000 rows in scope against ~15 ms per 1,000 of ef).
+# Scoring a row exactly costs about 1/8 of what walking one more row of the graph does (2 cores,
+# 384-d, bench/search_latency.py: ~2 ms per 1,000 rows in scope against ~15 ms per 1,000 of ef at
+# 100,000 rows). At 1M rows on pgvector 0.8.6 the exact scan of 5% (50,000 rows) took p50 380 ms
+# against 58 ms for the iterative walk of 4,000, and of 0.5% (5,000 rows) 12 ms: the rule puts
+# the change between them (at 32,000 rows of 1M).
 EXACT_ROWS_PER_EF = 8
 # The graph is asked for this many times the rows needed at the scope's selectivity.
 OVERFETCH = 4
@@ -73,16 +76,27 @@ MIN_EF_SEARCH = 200
 MAX_EF_SEARCH = 1000
 # A graph over more rows needs a longer walk for the same recall. bench/search_latency.py, 384-d,
 # pgvector's default build (m 16, ef_construction 64), recall@10 unfiltered: 100,000 rows reach
-# 0.97 at ef 200; 1,000,000 rows 0.93 at 200, 0.96 at 600-800 and 0.97 at 1,000. So the floor
-# grows from MIN_EF_SEARCH at GRAPH_EF_BASE_ROWS by 5x per 10x rows, reaching MAX_EF_SEARCH at 1M.
+# 0.97-0.99 at a walk of 200. 1,000,000 rows (pgvector 0.8.6, two graphs of the same rows, 100
+# queries): a walk of 1,000 (the longest single walk) 0.951 and 0.969, 2,000 0.961 / 0.970, 3,000
+# 0.961 / 0.970, 4,000 0.971 / 0.970, 6,000 0.973 / 0.974; at 5% selectivity 0.946 / 0.964 at
+# 1,000 and 0.962 / 0.968 at 4,000. Graphs of the same rows differ by ~0.02 between builds, so
+# the walk grows from MIN_EF_SEARCH at GRAPH_EF_BASE_ROWS by 20x per 10x rows, to 4,000 at 1M, where
+# the weaker graph still holds 0.96. Not measured past 1M: the walk stops growing there.
 GRAPH_EF_BASE_ROWS = 100_000
-GRAPH_EF_GROWTH = math.log10(5)
-# pgvector >= 0.8: iterative index scans (PROVISIONAL values, measured below).
+GRAPH_WALK_GROWTH = math.log10(20)
+MAX_GRAPH_WALK = 4_000
+# pgvector >= 0.8: iterative index scans. A walk longer than MAX_EF_SEARCH is one scan of
+# ef_search 1000 that the server carries on until it has returned the rows asked for.
 ITERATIVE_SCAN_VERSION = (0, 8)
+# relaxed_order, re-sorted by the exact distance afterwards: at 1M, walk 4,000, recall@10 0.971
+# unfiltered and 0.962 at 5%, against 0.951 and 0.933 with strict_order (which drops the rows
+# found out of order) at the same cost.
 ITERATIVE_ORDER = "relaxed_order"
-ITERATIVE_FETCH = 10
+# pgvector's default. At 1M, walk 4,000, recall was the same (0.971) with 20,000 and 200,000, and
+# with scan_mem_multiplier 1 and 40: the rows past the first 1,000 come mostly from candidates
+# the first walk already scored, not from walking further. It bounds the cost of a scope the
+# estimate took for broad that holds few rows: the short answer is then redone exactly.
 MAX_SCAN_TUPLES = 20_000
-SCAN_MEM_MULTIPLIER = 1
 
 Strategy = Literal["exact", "hnsw", "hnsw_iterative"]
 
@@ -267,35 +281,42 @@ def _estimated_rows(conn: psycopg.Connection, collection: str, where: sql.Compos
     return float(plan[0]["Plan"]["Plan Rows"])
 
 
-def graph_ef(table_rows: float) -> int:
-    """The ``ef_search`` a graph over ``table_rows`` rows needs for its top 10 unfiltered (at most pgvector's cap)."""
+def graph_walk(table_rows: float) -> int:
+    """The rows a walk of the graph over ``table_rows`` rows visits for its top 10 unfiltered."""
     if table_rows <= GRAPH_EF_BASE_ROWS:
         return MIN_EF_SEARCH
-    return min(MAX_EF_SEARCH, math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_EF_GROWTH))
+    return min(MAX_GRAPH_WALK, math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_WALK_GROWTH))
+
+
+def graph_ef(table_rows: float) -> int:
+    """The ``ef_search`` of one walk over ``table_rows`` rows: ``graph_walk``, within pgvector's cap."""
+    return min(MAX_EF_SEARCH, graph_walk(table_rows))
 
 
 def plan_for(estimate: float, table_rows: float, limit: int, *, iterative: bool,
              exact_rows: int = EXACT_SCAN_ROWS) -> Plan:
     """The plan for a scope of about ``estimate`` rows in a table of ``table_rows``.
 
-    ``iterative``: the database's pgvector has iterative index scans (>= 0.8). Without them
-    the graph is used only when one walk of at most ``MAX_EF_SEARCH`` can hold the rows needed.
+    ``iterative``: the database's pgvector has iterative index scans (>= 0.8). Without them the
+    graph is used only when one walk of at most ``MAX_EF_SEARCH`` rows can hold the rows needed.
     """
     total = max(table_rows, 1.0)
     selectivity = min(1.0, max(estimate, 1.0) / total)
     # The walk that holds OVERFETCH times the rows needed at this selectivity, never shorter than
     # the table's size needs for its unfiltered top 10.
-    walk = max(graph_ef(total), limit * 2, math.ceil(limit * OVERFETCH / selectivity))
-    ef = min(walk, MAX_EF_SEARCH)
+    graph = graph_walk(total) if iterative else graph_ef(total)
+    walk = max(graph, limit * 2, math.ceil(limit * OVERFETCH / selectivity))
     # Exact when scoring the scope costs less than walking the graph that far; and, without
-    # iterative scans, when one walk cannot be that long (pgvector caps ef_search). An iterative
-    # scan goes on past the cap, a batch of ef_search at a time.
+    # iterative scans, when one walk cannot be that long.
     if estimate <= max(exact_rows, EXACT_ROWS_PER_EF * walk) or (walk > MAX_EF_SEARCH and not iterative):
         return Plan("exact", round(estimate), selectivity)
+    ef = min(walk, MAX_EF_SEARCH)
     if not iterative:
-        return Plan("hnsw", round(estimate), selectivity, ef)
-    return Plan("hnsw_iterative", round(estimate), selectivity, ef, fetch=max(limit, ITERATIVE_FETCH),
-                max_scan_tuples=MAX_SCAN_TUPLES)
+        return Plan("hnsw", round(estimate), selectivity, ef, fetch=limit)
+    # Past one walk, the scan goes on until it has returned the rows in scope that a walk of
+    # `walk` rows holds; the exact distance then orders them.
+    fetch = limit if walk <= ef else max(limit, math.ceil(walk * selectivity))
+    return Plan("hnsw_iterative", round(estimate), selectivity, ef, fetch=fetch, max_scan_tuples=MAX_SCAN_TUPLES)
 
 
 def choose_plan(conn: psycopg.Connection, collection: str, where: sql.Composable, params: dict[str, Any],
@@ -313,8 +334,8 @@ def choose_plan(conn: psycopg.Connection, collection: str, where: sql.Composable
 
 # --- the candidate query ----------------------------------------------------------------------
 
-_COLUMNS = """id, document_id, kb_id, chunk_index, content, filename, page_start, page_end, source,
-           document_type, organizational_unit, document_date, source_path, metadata, content_tsv"""
+_COLUMNS = """id, c.document_id, c.kb_id, c.chunk_index, c.content, c.filename, c.page_start, c.page_end,
+           c.source, c.document_type, c.organizational_unit, c.document_date, c.source_path, c.metadata"""
 
 # The exact plan: `+ 0` keeps the ORDER BY from matching the HNSW index, so the rows in scope are
 # found through the btree indexes and every one of them is scored: an exact top-k.
@@ -323,23 +344,25 @@ _VECTOR_ORDER = sql.SQL("embedding <=> %(vec)s")
 # A halfvec index is an expression index: the ORDER BY must be that expression for the planner to use it.
 _HALFVEC_ORDER = "embedding::halfvec({d}) <=> %(vec)s::halfvec({d})"
 
-# `hits` takes the first `fetch` rows the index yields; the outer query orders them by the full-precision
-# distance, which both a relaxed-order iterative scan and a halfvec index need, and keeps `limit`.
+# `nearest` takes the first `fetch` rows the index yields (only ids: an iterative walk may yield
+# thousands); `hits` orders them by the full-precision distance, which both a relaxed-order scan
+# and a halfvec index need, and keeps `limit`; only those are read whole.
 _CANDIDATES = """
 WITH q AS (
     SELECT replace(plainto_tsquery('simple', %(text)s)::text, '&', '|') AS terms
-), hits AS MATERIALIZED (
-    SELECT {columns}, embedding <=> %(vec)s AS distance
+), nearest AS MATERIALIZED (
+    SELECT id, embedding <=> %(vec)s AS distance
       FROM {t}
      WHERE {where}
      ORDER BY {order}
      LIMIT %(fetch)s
+), hits AS (
+    SELECT id, distance FROM nearest ORDER BY distance, id LIMIT %(limit)s
 )
-SELECT hits.*, 1 - hits.distance AS vec_score,
-       CASE WHEN q.terms = '' THEN 0.0 ELSE ts_rank(hits.content_tsv, q.terms::tsquery) END AS text_score
-  FROM hits CROSS JOIN q
- ORDER BY hits.distance, hits.id
- LIMIT %(limit)s
+SELECT {columns}, hits.distance, 1 - hits.distance AS vec_score,
+       CASE WHEN q.terms = '' THEN 0.0 ELSE ts_rank(c.content_tsv, q.terms::tsquery) END AS text_score
+  FROM hits JOIN {t} AS c USING (id) CROSS JOIN q
+ ORDER BY hits.distance, id
 """
 
 
@@ -362,9 +385,8 @@ def _apply_plan(conn: psycopg.Connection, plan: Plan, iterative_server: bool) ->
     if plan.strategy == "hnsw_iterative":
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true), "
                      "set_config('hnsw.iterative_scan', %s, true), "
-                     "set_config('hnsw.max_scan_tuples', %s, true), "
-                     "set_config('hnsw.scan_mem_multiplier', %s, true)",
-                     (str(plan.ef_search), ITERATIVE_ORDER, str(plan.max_scan_tuples), str(SCAN_MEM_MULTIPLIER)))
+                     "set_config('hnsw.max_scan_tuples', %s, true)",
+                     (str(plan.ef_search), ITERATIVE_ORDER, str(plan.max_scan_tuples)))
     elif plan.strategy == "hnsw" and iterative_server:
         # The plan for pgvector < 0.8, forced on a server that has iterative scans: one walk, as 0.6 does.
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'off', true)",
@@ -405,9 +427,9 @@ def vector_candidates(
         if strategy == "hnsw_iterative" and not facts.iterative_scan:
             raise ValueError(f"pgvector {'.'.join(map(str, ITERATIVE_SCAN_VERSION))} or later is needed for "
                              "hnsw_iterative")
-        plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH, fetch=max(limit, ITERATIVE_FETCH),
-                    max_scan_tuples=MAX_SCAN_TUPLES) if strategy == "hnsw_iterative" else Plan(
-                    strategy, None, 1.0, MAX_EF_SEARCH)
+        # Forced: the longest single walk; the iterative scan asked for no more than the rows wanted.
+        plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH, fetch=limit,
+                    max_scan_tuples=MAX_SCAN_TUPLES if strategy == "hnsw_iterative" else 0)
     params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "text": text, "limit": limit,
               "fetch": max(limit, plan.fetch)}
     _apply_plan(conn, plan, facts.iterative_scan)
@@ -416,7 +438,7 @@ def vector_candidates(
     if len(rows) < limit and plan.strategy != "exact" and strategy is None:
         # The graph came back short: either the scope holds fewer rows, or it missed some. Exact settles it.
         plan = Plan("exact", None, plan.selectivity)
-        rows = cur.execute(candidate_query(collection, where, "exact"), params).fetchall()
+        rows = cur.execute(candidate_query(collection, where, "exact"), {**params, "fetch": limit}).fetchall()
     return [_candidate(collection, r) for r in rows], plan
 
 
