@@ -51,7 +51,13 @@ _COPY_TYPES = (
 
 
 # What the HNSW index over ``embedding`` stores: the vectors as they are, or as half-precision
-# floats (pgvector >= 0.7), an expression index that the search's ORDER BY must repeat.
+# floats (pgvector >= 0.7), an expression index that the search's ORDER BY must repeat. The table
+# keeps full-precision vectors either way, and search orders its candidates by them.
+# halfvec is the default where the server has it: at 1M 384-d rows (bench/README.md, two builds
+# of each over the same rows) the index is 1,116 MiB against 1,953 (0.57x), builds in about the
+# same time, and recall@10 averaged over the builds is within 0.005 of vector's at every
+# selectivity measured (the spread between two builds of one kind is larger, ~0.02). It also
+# indexes up to 4,000 dimensions where vector stops at 2,000.
 IndexKind = Literal["vector", "halfvec"]
 HALFVEC_VERSION = (0, 7)
 
