@@ -102,3 +102,23 @@ def test_local_up_says_which_pgvector_it_runs(old_db):
     url, _, _ = old_db
     line = cli._pgvector_line(url)
     assert line.startswith("0.6.2") and "production runs 0.8" in line
+
+
+def test_a_migrator_that_does_not_own_the_extension_still_migrates(old_db, pg_server):
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    url, _, _ = old_db
+    with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as c:
+        if server_pgvector(c) < (0, 8):
+            pytest.skip("the server has no pgvector 0.8 to update to: `make install` builds it (README)")
+    role = f"migrator_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute(f'CREATE ROLE "{role}" LOGIN')
+        c.execute(f'GRANT ALL ON SCHEMA public TO "{role}"')
+        c.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA public TO "{role}"')
+    as_role = make_conninfo(**{**conninfo_to_dict(url), "user": role})
+    # WHEN a role that may migrate the schema but does not own the extension runs the migrations
+    applied = migrate(as_role)
+    # THEN they succeed, say what was left, and the database keeps the version it had
+    assert len(applied) == 1 and applied[0].startswith("vector 0.6.2 (not updated to ")
+    assert vector_version(url) == "0.6.2"
