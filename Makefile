@@ -36,7 +36,7 @@ install: $(VENV)/.installed
 	elif ! command -v "$${CC:-cc}" >/dev/null 2>&1; then \
 		echo "pgvector: keeping pgserver's $$have: no C compiler to build $(PGVECTOR_SRC) ($$want)"; \
 	else \
-		tmp=$$(mktemp -d) && log="$(VENV)/pgvector-build.log" && cp -r "$(PGVECTOR_SRC)/." "$$tmp/" && \
+		tmp=$$(mktemp -d) && log="$(VENV)/pgvector-build.log" && cp -r "$(PGVECTOR_SRC)/." "$$tmp/" && chmod -R u+w "$$tmp" && \
 		if $(MAKE) -C "$$tmp" PG_CONFIG="$$pg_config" >"$$log" 2>&1 && \
 		   $(MAKE) -C "$$tmp" install PG_CONFIG="$$pg_config" >>"$$log" 2>&1; then \
 			echo "pgvector: built $$want from $(PGVECTOR_SRC) into the embedded PostgreSQL (was $$have)"; \
