@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# pgvector's source, built into the embedded PostgreSQL by `make install` (see the README).
+PGVECTOR_SRC ?= ../shared/vendor/pgvector-0.8.6
 export HF_HUB_OFFLINE := 1
 
 .PHONY: install run test lint typecheck bench build clean build-SluiceLayer
@@ -17,7 +19,31 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[local,dev]"
 	touch $@
 
+# Production (Aurora) runs pgvector 0.8; pgserver ships 0.6.2, which lacks the iterative index
+# scans the search plans for. So build pgvector from PGVECTOR_SRC with pgserver's own pg_config and
+# install it into the venv's embedded PostgreSQL in place (~7 s). The build runs in a temporary copy,
+# leaving the source tree untouched; it is skipped when the installed version already matches. Without
+# the source or a C compiler, 0.6.2 stays and one line says so.
 install: $(VENV)/.installed
+	@pg_config=$$($(BIN)/python -W ignore -c 'import os, pgserver; print(os.path.join(os.path.dirname(pgserver.__file__), "pginstall", "bin", "pg_config"))'); \
+	version_of() { sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$$1" 2>/dev/null; }; \
+	have=$$(version_of "$$($$pg_config --sharedir)/extension/vector.control"); \
+	want=$$(version_of "$(PGVECTOR_SRC)/vector.control"); \
+	if [ -z "$$want" ]; then \
+		echo "pgvector: keeping the installed $$have: no source at PGVECTOR_SRC=$(PGVECTOR_SRC) (README: pgvector 0.8)"; \
+	elif [ "$$want" = "$$have" ]; then \
+		echo "pgvector: $$have (built from $(PGVECTOR_SRC))"; \
+	elif ! command -v "$${CC:-cc}" >/dev/null 2>&1; then \
+		echo "pgvector: keeping pgserver's $$have: no C compiler to build $(PGVECTOR_SRC) ($$want)"; \
+	else \
+		tmp=$$(mktemp -d) && log="$(VENV)/pgvector-build.log" && cp -r "$(PGVECTOR_SRC)/." "$$tmp/" && chmod -R u+w "$$tmp" && \
+		if $(MAKE) -C "$$tmp" PG_CONFIG="$$pg_config" >"$$log" 2>&1 && \
+		   $(MAKE) -C "$$tmp" install PG_CONFIG="$$pg_config" >>"$$log" 2>&1; then \
+			echo "pgvector: built $$want from $(PGVECTOR_SRC) into the embedded PostgreSQL (was $$have)"; \
+		else \
+			echo "pgvector: keeping pgserver's $$have: building $(PGVECTOR_SRC) failed, see $$log"; \
+		fi; rm -rf "$$tmp"; \
+	fi
 
 run: install
 	$(BIN)/sluice local up

@@ -14,6 +14,8 @@ PGVector ``{"organizational_unit": {"$in": [...]}}``).
 Rows per system and selectivity:
 
 * Sluice: ``vector_candidates`` (the service's query, plan chosen per query).
+* Sluice, 0.6 plan: the same, planned as for pgvector < 0.8 (``iterative=False``: one walk of at
+  most ef_search 1000, no iterative scan); only on a server with 0.8, where the first row uses it.
 * pgvector HNSW, naive: the same table, ``ORDER BY embedding <=> q LIMIT 10``
   with the filter in WHERE at the default ``ef_search`` 40 - what a post-filtered
   graph returns without Sluice's plan choice (shows the problem being solved).
@@ -23,6 +25,10 @@ Rows per system and selectivity:
 
 Latency is wall time of one call from Python (client, round trip and server),
 after a warm-up; recall@10 is against numpy's exact top 10 of the rows in scope.
+
+``--index`` chooses what Sluice's HNSW index stores (default: what ``store.ensure_table`` builds
+on this server); ``--compare-index`` then drops it, builds the other kind over the same rows and
+measures Sluice again: build time, index size, recall and latency of ``vector`` against ``halfvec``.
 """
 
 from __future__ import annotations
@@ -77,11 +83,11 @@ def percentiles(ms: list[float]) -> tuple[float, float, float]:
     return float(p50), float(p95), float(p99)
 
 
-def load_sluice(conn, vectors: np.ndarray, units: np.ndarray, kb: uuid.UUID) -> dict[str, float]:
+def load_sluice(conn, vectors: np.ndarray, units: np.ndarray, kb: uuid.UUID, index: str) -> dict[str, float]:
     from sluice.vectors import store
 
     store.drop_table(conn, COLLECTION)
-    store.ensure_table(conn, COLLECTION, DIM)
+    store.ensure_table(conn, COLLECTION, DIM, index)
     # The graph is built once over the loaded rows: much faster than growing it row by row.
     conn.execute(f"DROP INDEX rag_{COLLECTION}_embedding_idx")
     conn.commit()
@@ -94,14 +100,24 @@ def load_sluice(conn, vectors: np.ndarray, units: np.ndarray, kb: uuid.UUID) -> 
         store.insert_chunks(conn, COLLECTION, batch)
         conn.commit()
     t1 = time.perf_counter()
-    print(f"sluice: COPY {t1 - t0:.0f} s; building the HNSW index...", flush=True)
-    conn.execute(f"CREATE INDEX rag_{COLLECTION}_embedding_idx ON rag_{COLLECTION} "
-                 "USING hnsw (embedding vector_cosine_ops)")
-    conn.commit()
-    t2 = time.perf_counter()
     conn.execute(f"ANALYZE rag_{COLLECTION}")
     conn.commit()
-    return {"copy_s": t1 - t0, "hnsw_build_s": t2 - t1}
+    return {"copy_s": t1 - t0, **build_index(conn, index)}
+
+
+def build_index(conn, index: str) -> dict[str, float]:
+    """Sluice's HNSW index of kind ``index``, as ``store.ensure_table`` defines it: build time and size."""
+    from sluice.vectors import store
+
+    print(f"sluice: building the {index} HNSW index...", flush=True)
+    t0 = time.perf_counter()
+    conn.execute(store.embedding_index(COLLECTION, DIM, index))  # type: ignore[arg-type]
+    conn.commit()
+    took = time.perf_counter() - t0
+    size = conn.execute("SELECT pg_relation_size(%s) AS b", (f"rag_{COLLECTION}_embedding_idx",)).fetchone()["b"]
+    conn.commit()
+    print(f"sluice: {index} HNSW build {took:.0f} s, {size / 2**20:,.0f} MiB", flush=True)
+    return {f"hnsw_build_s ({index})": took, f"hnsw_size_mib ({index})": size / 2**20}
 
 
 def make_peer(url: str, *, fresh: bool = False, no_index: bool = False):
@@ -168,6 +184,7 @@ def peer_has_hnsw(conn) -> bool:
 
 
 SLUICE = "Sluice"
+SLUICE_06 = "Sluice, 0.6 plan"
 NAIVE = "pgvector HNSW naive (ef 40)"
 SHIPPED = "PGVector as shipped (no idx)"
 INDEXED = "PGVector + HNSW index"
@@ -175,14 +192,16 @@ INDEXED = "PGVector + HNSW index"
 
 def measure_interleaved(name: str, systems: list, queries: np.ndarray, truth: list[set[int]],
                         results: dict) -> None:
-    """Each query goes to every system in turn, so a noisy neighbour slows them alike."""
+    """Each query goes to every system in turn, so a noisy neighbour slows them alike. The turn
+    rotates: the first system to ask for a query's neighbourhood reads its pages from disk and
+    the others find them cached (at 1M rows, 2x between first and second on identical plans)."""
     for _, call, _ in systems:
         for q in queries[:3]:
             call(q)  # warm-up: buffers and caches, not timed
     ms: dict[str, list[float]] = {s: [] for s, _, _ in systems}
     hits: dict[str, int] = {s: 0 for s, _, _ in systems}
     for i, q in enumerate(queries):
-        for system, call, n in systems:
+        for system, call, n in systems[i % len(systems):] + systems[:i % len(systems)]:
             if i >= n:
                 continue
             t = time.perf_counter()
@@ -205,6 +224,10 @@ def main() -> int:
     parser.add_argument("--maintenance-work-mem", default="2GB")
     parser.add_argument("--no-peer-hnsw", action="store_true",
                         help="skip building the peer's HNSW index (at 1M rows it is another long build)")
+    parser.add_argument("--index", choices=["vector", "halfvec"], default=None,
+                        help="what Sluice's HNSW index stores (default: what store.ensure_table builds here)")
+    parser.add_argument("--compare-index", action="store_true",
+                        help="then rebuild Sluice's index as the other kind and measure Sluice again")
     parser.add_argument("--reuse", action="store_true",
                         help="with --database-url: keep tables an earlier run of the same --rows loaded "
                              "(the HNSW build is most of a 1M run)")
@@ -214,11 +237,13 @@ def main() -> int:
     from pgvector import Vector
     from pgvector.psycopg import register_vector
 
-    from sluice.vectors.search import BaseScope, ChunkFilter, vector_candidates
+    from sluice.db.migrations import version_tuple
+    from sluice.vectors import store
+    from sluice.vectors.search import BaseScope, ChunkFilter, supports_iterative_scan, table_facts, vector_candidates
 
     url, server = migrated_database(args.database_url, "bench_latency")
     results: dict[tuple[str, str], tuple[list[float], float]] = {}
-    plan_counts: dict[str, dict[str, int]] = {}
+    plan_counts: dict[tuple[str, str], dict[str, int]] = {}
     try:
         with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
             register_vector(conn)
@@ -226,6 +251,9 @@ def main() -> int:
             pg = conn.execute("SHOW server_version").fetchone()
             conn.execute(f"SET maintenance_work_mem = '{args.maintenance_work_mem}'")
             conn.commit()
+            server_version = version_tuple(version["extversion"])
+            iterative = supports_iterative_scan(server_version)
+            index = args.index or store.index_kind_for(server_version)
             print(f"PostgreSQL {pg['server_version']}, pgvector {version['extversion']}, {os.cpu_count()} cores, "
                   f"{args.rows:,} rows x {DIM}-d, {args.queries} queries", flush=True)
             t0 = time.perf_counter()
@@ -235,10 +263,12 @@ def main() -> int:
             kb = loaded_base(conn, args.rows) if args.reuse else None
             if kb is None:
                 kb = uuid.uuid4()
-                costs = load_sluice(conn, vectors, units, kb)
-                print(f"sluice: COPY {costs['copy_s']:.0f} s, HNSW build {costs['hnsw_build_s']:.0f} s", flush=True)
+                costs = load_sluice(conn, vectors, units, kb, index)
+                print(f"sluice: COPY {costs['copy_s']:.0f} s", flush=True)
             else:
-                print("sluice: reusing the loaded table and its index", flush=True)
+                index = table_facts(conn, COLLECTION).index
+                conn.commit()
+                print(f"sluice: reusing the loaded table and its {index} index", flush=True)
             if args.reuse and peer_rows(conn) == args.rows:
                 peer = make_peer(url)
                 print("peer: reusing the loaded rows", flush=True)
@@ -262,24 +292,30 @@ def main() -> int:
             scope = [BaseScope(kb, "acme")]
             masks = {name: (None if f is None else np.isin(units, f)) for name, f in FILTERS.items()}
             truth = {name: [exact_top(vectors, m, q) for q in queries] for name, m in masks.items()}
-            plans: dict[str, Counter] = {}
+            plans: dict[tuple[str, str], Counter] = {}
+
+            def sluice_call(flt, name: str, label: str, iterative: bool | None = None):
+                def call(q):
+                    found, plan = vector_candidates(conn, COLLECTION, vector=q, text="", scope=scope, limit=K,
+                                                    filters=flt, iterative=iterative)
+                    conn.rollback()
+                    plans.setdefault((label, name), Counter())[
+                        plan.strategy + (f" ef {plan.ef_search}" if plan.ef_search else "")] += 1
+                    return [c.chunk_index for c in found]
+                return call
 
             for name, values in FILTERS.items():
                 flt = ChunkFilter(organizational_units=tuple(values)) if values else ChunkFilter()
-                plans[name] = Counter()
                 peer_filter = {"organizational_unit": {"$in": values}} if values else None
-
-                def sluice(q, flt=flt, name=name):
-                    found, plan = vector_candidates(conn, COLLECTION, vector=q, text="", scope=scope, limit=K,
-                                                    filters=flt)
-                    conn.rollback()
-                    plans[name][plan.strategy + (f" ef {plan.ef_search}" if plan.ef_search else "")] += 1
-                    return [c.chunk_index for c in found]
+                sluice = sluice_call(flt, name, f"{SLUICE} ({index})")
 
                 def naive(q, values=values):
                     where = "organizational_unit = ANY(%(u)s)" if values else "true"
+                    # the ORDER BY the table's index answers (a halfvec index is an expression index)
+                    order = (f"embedding::halfvec({DIM}) <=> %(q)s::halfvec({DIM})" if index == "halfvec"
+                             else "embedding <=> %(q)s")
                     rows = conn.execute(f"SELECT chunk_index FROM rag_{COLLECTION} WHERE {where} "
-                                        "ORDER BY embedding <=> %(q)s LIMIT 10", {"q": Vector(q), "u": values})
+                                        f"ORDER BY {order} LIMIT 10", {"q": Vector(q), "u": values})
                     out = [r["chunk_index"] for r in rows]
                     conn.rollback()
                     return out
@@ -292,24 +328,42 @@ def main() -> int:
                     return [int(d.id) for d, _ in peer.similarity_search_with_score_by_vector(
                         q.tolist(), k=K, filter=f)]
 
-                systems = [(SLUICE, sluice, args.queries), (NAIVE, naive, args.queries),
-                           (SHIPPED, shipped, args.peer_queries)]
+                systems = [(f"{SLUICE} ({index})", sluice, args.queries)]
+                if iterative:
+                    systems.append((f"{SLUICE_06} ({index})", sluice_call(flt, name, f"{SLUICE_06} ({index})", False),
+                                    args.queries))
+                systems += [(NAIVE, naive, args.queries), (SHIPPED, shipped, args.peer_queries)]
                 if not args.no_peer_hnsw:
                     systems.append((INDEXED, indexed, args.queries))
                 measure_interleaved(name, systems, queries, truth[name], results)
-            plan_counts = {name: dict(c) for name, c in plans.items()}
+            if args.compare_index:
+                other = "vector" if index == "halfvec" else "halfvec"
+                conn.execute(f"DROP INDEX rag_{COLLECTION}_embedding_idx")
+                conn.commit()
+                costs.update(build_index(conn, other))
+                conn.execute(f"ANALYZE rag_{COLLECTION}")
+                conn.commit()
+                for name, values in FILTERS.items():
+                    flt = ChunkFilter(organizational_units=tuple(values)) if values else ChunkFilter()
+                    systems = [(f"{SLUICE} ({other})", sluice_call(flt, name, f"{SLUICE} ({other})"), args.queries)]
+                    if iterative:
+                        label = f"{SLUICE_06} ({other})"
+                        systems.append((label, sluice_call(flt, name, label, False), args.queries))
+                    measure_interleaved(name, systems, queries, truth[name], results)
+            plan_counts = {key: dict(c) for key, c in plans.items()}
     finally:
         if server is not None:
             server.cleanup()
 
     rows = []
+    systems_seen = list(dict.fromkeys(system for system, _ in results))
     for name in FILTERS:
-        for system in (SLUICE, NAIVE, SHIPPED, INDEXED):
+        for system in systems_seen:
             if (system, name) not in results:
                 continue
             ms, recall = results[(system, name)]
             p50, p95, p99 = percentiles(ms)
-            extra = ", ".join(f"{k} {v}" for k, v in sorted(plan_counts[name].items())) if system == SLUICE else ""
+            extra = ", ".join(f"{k} {v}" for k, v in sorted(plan_counts.get((system, name), {}).items()))
             rows.append([name, system, p50, p95, p99, f"{recall:.3f}", extra])
     table(f"{args.rows:,} chunks x {DIM}-d, top 10, latency in ms (wall, from Python)",
           ["filter", "system", "p50", "p95", "p99", "recall@10", "Sluice plans"], rows)

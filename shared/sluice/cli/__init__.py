@@ -18,6 +18,7 @@ def _local_up(args: argparse.Namespace) -> int:
     print("Starting Sluice locally (embedded PostgreSQL, moto, the wiring of template.yaml)...", flush=True)
     runtime.start()
     print(f"\nSluice API:  {runtime.api_url}")
+    print(f"pgvector:    {_pgvector_line(runtime.database_url or '')}")
     print(f"Health:      curl {runtime.api_url}/health")
     print("Get a token: sluice local token --user alice")
     print(f"Then:        curl -H \"Authorization: Bearer $TOKEN\" {runtime.api_url}/kb")
@@ -32,6 +33,17 @@ def _local_up(args: argparse.Namespace) -> int:
     print("\nStopping...", flush=True)
     runtime.stop()
     return 0
+
+
+def _pgvector_line(url: str) -> str:
+    from sluice.db.migrations import vector_version, version_tuple
+    from sluice.vectors.search import supports_iterative_scan
+
+    version = vector_version(url)
+    if version is not None and supports_iterative_scan(version_tuple(version)):
+        return version
+    # Search still works, with the plan for pgvector before 0.8; production (Aurora) runs 0.8.
+    return f"{version} (production runs 0.8: see the README's 'pgvector 0.8' to build it)"
 
 
 def _local_token(args: argparse.Namespace) -> int:

@@ -50,5 +50,9 @@ def table_ident(collection: str) -> sql.Identifier:
     return sql.Identifier(table_name(collection))
 
 
+def index_name(collection: str, suffix: str) -> str:
+    return f"{table_name(collection)}_{suffix}"
+
+
 def index_ident(collection: str, suffix: str) -> sql.Identifier:
-    return sql.Identifier(f"{table_name(collection)}_{suffix}")
+    return sql.Identifier(index_name(collection, suffix))

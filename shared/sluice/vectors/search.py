@@ -11,21 +11,28 @@ top-k. That alone is not enough: pgvector's HNSW index walks the graph for
 keeps 0.5% of the table leaves ~0.2 of the default 40 rows, and the "top-k" is
 short or wrong. So the plan is chosen per query from the size of the scope:
 
-* ``exact``: few rows in scope, a scope too selective for the graph to find
-  enough of them, or one small enough that scoring it costs less than
-  walking the graph as far as its selectivity needs: the distance is computed for every row in scope (found
-  through the btree indexes), which is exact by construction and cheap exactly
-  when the scope is small.
-* ``hnsw``: the graph, with ``ef_search`` raised so the rows it visits hold
-  ``OVERFETCH`` times the rows asked for at the scope's selectivity, and
-  never below what the table's size needs (``graph_ef``: a graph over more
-  rows needs a longer walk for the same recall); on pgvector >= 0.8
-  (``hnsw_iterative``) also ``hnsw.iterative_scan``, so a shortfall is
-  refilled by the server rather than returned short. When the ef needed
-  exceeds what pgvector allows (1000), the scope is narrow enough that the
-  exact scan is the cheaper of the two anyway, so the plan is ``exact``.
-  Past about 1M rows in one collection the cap also holds the unfiltered
-  walk at 1000, and recall slowly falls below 0.95 (not measured beyond 1M).
+* ``exact``: few rows in scope, or a scope small enough that scoring it costs
+  less than walking the graph as far as its selectivity needs: the distance is
+  computed for every row in scope (found through the btree indexes), which is
+  exact by construction and cheap exactly when the scope is small.
+* ``hnsw_iterative`` (pgvector >= 0.8, what Aurora runs): the graph, walked
+  until the rows visited hold ``OVERFETCH`` times the rows asked for at the
+  scope's selectivity, and never less than the table's size needs
+  (``graph_walk``: a graph over more rows needs a longer walk for the same
+  recall). The first ``hnsw.ef_search`` (at most 1000) rows are one walk; a
+  longer one is ``hnsw.iterative_scan`` carrying on, in relaxed order, until
+  the rows in scope that the walk holds have come back; their exact distance
+  then orders them. A filter is applied as the scan goes, so a shortfall is
+  refilled by the server rather than returned short.
+* ``hnsw`` (pgvector < 0.8): the same, but one walk of at most 1000 rows
+  (``graph_ef``); a scope whose walk would be longer is scored ``exact``.
+  At 1M rows the capped walk gives recall@10 0.93-0.97 depending on the build
+  (bench/README.md), which the iterative plan's longer walk lifts.
+
+Which plan a database can run is read from its ``vector`` extension version
+(``table_facts``), and which index the table has (vector or halfvec) from its
+catalog, so a table created before an upgrade is still searched through its
+own index.
 
 The size of the scope is the planner's estimate (an EXPLAIN, under a
 millisecond): it only chooses between two correct plans' speeds. A graph scan
@@ -49,13 +56,17 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from sluice.db.connection import Connection
-from sluice.vectors.names import table_ident, table_name
-from sluice.vectors.store import table_exists
+from sluice.db.migrations import version_tuple
+from sluice.vectors.names import index_name, table_ident, table_name
+from sluice.vectors.store import IndexKind, table_exists
 
 # A scope this small is always scored exactly, whatever the graph would cost.
 EXACT_SCAN_ROWS = 1_000
-# Scoring a row exactly costs about 1/8 of what raising ef_search by one does (2 cores, 384-d,
-# bench/search_latency.py: ~2 ms per 1,000 rows in scope against ~15 ms per 1,000 of ef).
+# Scoring a row exactly costs about 1/8 of what walking one more row of the graph does (2 cores,
+# 384-d, bench/search_latency.py: ~2 ms per 1,000 rows in scope against ~15 ms per 1,000 of ef at
+# 100,000 rows). At 1M rows on pgvector 0.8.6 the exact scan of 5% (50,000 rows) took p50 380 ms
+# against 58 ms for the iterative walk of 4,000, and of 0.5% (5,000 rows) 12 ms: the rule puts
+# the change between them (at 32,000 rows of 1M).
 EXACT_ROWS_PER_EF = 8
 # The graph is asked for this many times the rows needed at the scope's selectivity.
 OVERFETCH = 4
@@ -65,12 +76,27 @@ MIN_EF_SEARCH = 200
 MAX_EF_SEARCH = 1000
 # A graph over more rows needs a longer walk for the same recall. bench/search_latency.py, 384-d,
 # pgvector's default build (m 16, ef_construction 64), recall@10 unfiltered: 100,000 rows reach
-# 0.97 at ef 200; 1,000,000 rows 0.93 at 200, 0.96 at 600-800 and 0.97 at 1,000. So the floor
-# grows from MIN_EF_SEARCH at GRAPH_EF_BASE_ROWS by 5x per 10x rows, reaching MAX_EF_SEARCH at 1M.
+# 0.97-0.99 at a walk of 200. 1,000,000 rows (pgvector 0.8.6, two graphs of the same rows, 100
+# queries): a walk of 1,000 (the longest single walk) 0.951 and 0.969, 2,000 0.961 / 0.970, 3,000
+# 0.961 / 0.970, 4,000 0.971 / 0.970, 6,000 0.973 / 0.974; at 5% selectivity 0.946 / 0.964 at
+# 1,000 and 0.962 / 0.968 at 4,000. Graphs of the same rows differ by ~0.02 between builds, so
+# the walk grows from MIN_EF_SEARCH at GRAPH_EF_BASE_ROWS by 20x per 10x rows, to 4,000 at 1M, where
+# the weaker graph still holds 0.96. Not measured past 1M: the walk stops growing there.
 GRAPH_EF_BASE_ROWS = 100_000
-GRAPH_EF_GROWTH = math.log10(5)
-# Tuples an iterative scan (pgvector >= 0.8) may visit before it gives up.
-MAX_SCAN_TUPLES = 200_000
+GRAPH_WALK_GROWTH = math.log10(20)
+MAX_GRAPH_WALK = 4_000
+# pgvector >= 0.8: iterative index scans. A walk longer than MAX_EF_SEARCH is one scan of
+# ef_search 1000 that the server carries on until it has returned the rows asked for.
+ITERATIVE_SCAN_VERSION = (0, 8)
+# relaxed_order, re-sorted by the exact distance afterwards: at 1M, walk 4,000, recall@10 0.971
+# unfiltered and 0.962 at 5%, against 0.951 and 0.933 with strict_order (which drops the rows
+# found out of order) at the same cost.
+ITERATIVE_ORDER = "relaxed_order"
+# pgvector's default. At 1M, walk 4,000, recall was the same (0.971) with 20,000 and 200,000, and
+# with scan_mem_multiplier 1 and 40: the rows past the first 1,000 come mostly from candidates
+# the first walk already scored, not from walking further. It bounds the cost of a scope the
+# estimate took for broad that holds few rows: the short answer is then redone exactly.
+MAX_SCAN_TUPLES = 20_000
 
 Strategy = Literal["exact", "hnsw", "hnsw_iterative"]
 
@@ -144,6 +170,8 @@ class Plan:
     rows_in_scope: int | None  # the planner's estimate
     selectivity: float
     ef_search: int | None = None
+    fetch: int = 0  # rows asked of the index, re-ordered exactly; at least the rows asked for
+    max_scan_tuples: int = 0  # hnsw_iterative: where the server stops walking
 
 
 # --- the WHERE clause: scope, then filters ------------------------------------------------------
@@ -189,44 +217,44 @@ def scope_clause(scope: Sequence[BaseScope], flt: ChunkFilter = NO_FILTER) -> tu
 # --- choosing the plan ------------------------------------------------------------------------
 
 
-def vector_extension_version(conn: Connection) -> tuple[int, ...]:
-    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-    return _version(_one(row) if row is not None else None)
-
-
-def _version(text: str | None) -> tuple[int, ...]:
-    return tuple(int(p) for p in str(text or "0").split(".") if p.isdigit())
-
-
-def has_iterative_scan(conn: Connection) -> bool:
-    return vector_extension_version(conn) >= (0, 8)
+def supports_iterative_scan(version: tuple[int, ...]) -> bool:
+    return version >= ITERATIVE_SCAN_VERSION
 
 
 def _one(row: Any) -> Any:
-    return next(iter(row.values())) if isinstance(row, dict) else row[0]
+    return next(iter(row.values()))
 
 
 @dataclass(frozen=True)
 class TableFacts:
     present: bool
     rows: float  # the planner's count (reltuples), or its estimate from pages before the first ANALYZE
-    iterative_scan: bool
+    iterative_scan: bool  # the database's pgvector (its extversion) has iterative index scans
+    index: IndexKind = "vector"  # what the table's HNSW index stores: the ORDER BY must match it
+    dim: int = 0
 
 
 def table_facts(conn: Connection, collection: str) -> TableFacts:
-    """Whether the table exists, about how many rows it holds, and the server's pgvector: one round trip."""
+    """Whether the table exists, about how many rows it holds, its HNSW index and the database's
+    pgvector: one round trip."""
     values = conn.cursor(row_factory=dict_row).execute(
         """SELECT to_regclass(%(t)s) IS NOT NULL AS present,
                   (SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass(%(t)s)) AS reltuples,
-                  (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version""",
-        {"t": table_name(collection)},
+                  (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version,
+                  (SELECT atttypmod FROM pg_attribute
+                    WHERE attrelid = to_regclass(%(t)s) AND attname = 'embedding') AS dim,
+                  (SELECT o.opcname FROM pg_index x JOIN pg_opclass o ON o.oid = x.indclass[0]
+                    WHERE x.indexrelid = to_regclass(%(i)s)) AS opclass""",
+        {"t": table_name(collection), "i": index_name(collection, "embedding_idx")},
     ).fetchone()
     if values is None or not values["present"]:
         return TableFacts(False, 0.0, False)
     rows = float(values["reltuples"])
     if rows < 0:  # never analyzed: the planner's own estimate from the table's size
         rows = _estimated_rows(conn, collection, sql.SQL("true"), {})
-    return TableFacts(True, rows, _version(values["version"]) >= (0, 8))
+    index: IndexKind = "halfvec" if values["opclass"] == "halfvec_cosine_ops" else "vector"
+    return TableFacts(True, rows, supports_iterative_scan(version_tuple(values["version"])), index,
+                      int(values["dim"] or 0))
 
 
 def _estimated_rows(conn: Connection, collection: str, where: sql.Composable, params: dict[str, Any]) -> float:
@@ -238,79 +266,116 @@ def _estimated_rows(conn: Connection, collection: str, where: sql.Composable, pa
     return float(plan[0]["Plan"]["Plan Rows"])
 
 
-def graph_ef(table_rows: float) -> int:
-    """The ``ef_search`` a graph over ``table_rows`` rows needs for its top 10 unfiltered (at most pgvector's cap)."""
+def graph_walk(table_rows: float) -> int:
+    """The rows a walk of the graph over ``table_rows`` rows visits for its top 10 unfiltered."""
     if table_rows <= GRAPH_EF_BASE_ROWS:
         return MIN_EF_SEARCH
-    return min(MAX_EF_SEARCH, int(math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_EF_GROWTH)))
+    return min(MAX_GRAPH_WALK, int(math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_WALK_GROWTH)))
+
+
+def graph_ef(table_rows: float) -> int:
+    """The ``ef_search`` of one walk over ``table_rows`` rows: ``graph_walk``, within pgvector's cap."""
+    return min(MAX_EF_SEARCH, graph_walk(table_rows))
+
+
+def plan_for(estimate: float, table_rows: float, limit: int, *, iterative: bool,
+             exact_rows: int = EXACT_SCAN_ROWS) -> Plan:
+    """The plan for a scope of about ``estimate`` rows in a table of ``table_rows``.
+
+    ``iterative``: the database's pgvector has iterative index scans (>= 0.8). Without them the
+    graph is used only when one walk of at most ``MAX_EF_SEARCH`` rows can hold the rows needed.
+    """
+    total = max(table_rows, 1.0)
+    selectivity = min(1.0, max(estimate, 1.0) / total)
+    # The walk that holds OVERFETCH times the rows needed at this selectivity, never shorter than
+    # the table's size needs for its unfiltered top 10.
+    graph = graph_walk(total) if iterative else graph_ef(total)
+    walk = max(graph, limit * 2, math.ceil(limit * OVERFETCH / selectivity))
+    # Exact when scoring the scope costs less than walking the graph that far; and, without
+    # iterative scans, when one walk cannot be that long.
+    if estimate <= max(exact_rows, EXACT_ROWS_PER_EF * walk) or (walk > MAX_EF_SEARCH and not iterative):
+        return Plan("exact", round(estimate), selectivity)
+    ef = min(walk, MAX_EF_SEARCH)
+    if not iterative:
+        return Plan("hnsw", round(estimate), selectivity, ef, fetch=limit)
+    # Past one walk, the scan goes on until it has returned the rows in scope that a walk of
+    # `walk` rows holds; the exact distance then orders them.
+    fetch = limit if walk <= ef else max(limit, math.ceil(walk * selectivity))
+    return Plan("hnsw_iterative", round(estimate), selectivity, ef, fetch=fetch, max_scan_tuples=MAX_SCAN_TUPLES)
 
 
 def choose_plan(conn: Connection, collection: str, where: sql.Composable, params: dict[str, Any],
                 limit: int, *, iterative: bool, exact_rows: int | None = None, table_rows: float | None = None
                 ) -> Plan:
-    exact_rows = EXACT_SCAN_ROWS if exact_rows is None else exact_rows
     if table_rows is None:
         table_rows = table_facts(conn, collection).rows
-    total = max(table_rows, 1.0)
     # The planner's estimate, not a count: counting a scope of a few thousand rows costs as much as
     # scanning it. A wrong estimate costs time, never rows: too low and the exact scan is slower
     # than needed; too high and a short graph answer is redone exactly (vector_candidates).
     estimate = _estimated_rows(conn, collection, where, params)
-    selectivity = min(1.0, max(estimate, 1.0) / total)
-    needed_ef = math.ceil(limit * OVERFETCH / selectivity)
-    ef = max(graph_ef(total), limit * 2, needed_ef)
-    # Exact when the graph cannot be asked for enough rows (ef is capped by pgvector; an iterative
-    # scan on 0.8 could go on, but only by visiting more tuples than the scope holds rows), or when
-    # scoring the scope costs less than walking the graph that far.
-    if ef > MAX_EF_SEARCH or estimate <= max(exact_rows, EXACT_ROWS_PER_EF * ef):
-        return Plan("exact", round(estimate), selectivity)
-    # On pgvector >= 0.8 the same ef, plus the server refilling a short answer by walking further.
-    return Plan("hnsw_iterative" if iterative else "hnsw", round(estimate), selectivity, ef)
+    return plan_for(estimate, table_rows, limit, iterative=iterative,
+                    exact_rows=EXACT_SCAN_ROWS if exact_rows is None else exact_rows)
 
 
 # --- the candidate query ----------------------------------------------------------------------
 
-_COLUMNS = """id, document_id, kb_id, chunk_index, content, filename, page_start, page_end, source,
-           document_type, organizational_unit, document_date, source_path, metadata, content_tsv"""
+_COLUMNS = """id, c.document_id, c.kb_id, c.chunk_index, c.content, c.filename, c.page_start, c.page_end,
+           c.source, c.document_type, c.organizational_unit, c.document_date, c.source_path, c.metadata"""
 
-# `+ 0` keeps the ORDER BY from matching the HNSW index, so the rows in scope are
+# The exact plan: `+ 0` keeps the ORDER BY from matching the HNSW index, so the rows in scope are
 # found through the btree indexes and every one of them is scored: an exact top-k.
-_ORDER = {
-    "exact": "(embedding <=> %(vec)s) + 0",
-    "hnsw": "embedding <=> %(vec)s",
-    "hnsw_iterative": "embedding <=> %(vec)s",
-}
+_EXACT_ORDER = sql.SQL("(embedding <=> %(vec)s) + 0")
+_VECTOR_ORDER = sql.SQL("embedding <=> %(vec)s")
+# A halfvec index is an expression index: the ORDER BY must be that expression for the planner to use it.
+_HALFVEC_ORDER = "embedding::halfvec({d}) <=> %(vec)s::halfvec({d})"
 
+# `nearest` takes the first `fetch` rows the index yields (only ids: an iterative walk may yield
+# thousands); `hits` orders them by the full-precision distance, which both a relaxed-order scan
+# and a halfvec index need, and keeps `limit`; only those are read whole.
 _CANDIDATES = """
 WITH q AS (
     SELECT replace(plainto_tsquery('simple', %(text)s)::text, '&', '|') AS terms
-), hits AS MATERIALIZED (
-    SELECT {columns}, embedding <=> %(vec)s AS distance
+), nearest AS MATERIALIZED (
+    SELECT id, embedding <=> %(vec)s AS distance
       FROM {t}
      WHERE {where}
      ORDER BY {order}
-     LIMIT %(limit)s
+     LIMIT %(fetch)s
+), hits AS (
+    SELECT id, distance FROM nearest ORDER BY distance, id LIMIT %(limit)s
 )
-SELECT hits.*, 1 - hits.distance AS vec_score,
-       CASE WHEN q.terms = '' THEN 0.0 ELSE ts_rank(hits.content_tsv, q.terms::tsquery) END AS text_score
-  FROM hits CROSS JOIN q
- ORDER BY hits.distance, hits.id
+SELECT {columns}, hits.distance, 1 - hits.distance AS vec_score,
+       CASE WHEN q.terms = '' THEN 0.0 ELSE ts_rank(c.content_tsv, q.terms::tsquery) END AS text_score
+  FROM hits JOIN {t} AS c USING (id) CROSS JOIN q
+ ORDER BY hits.distance, id
 """
 
 
-def candidate_query(collection: str, where: sql.Composable, strategy: Strategy) -> sql.Composed:
-    return sql.SQL(_CANDIDATES).format(
-        columns=sql.SQL(_COLUMNS), t=table_ident(collection), where=where, order=sql.SQL(_ORDER[strategy])
-    )
+def candidate_query(collection: str, where: sql.Composable, strategy: Strategy, index: IndexKind = "vector",
+                    dim: int = 0) -> sql.Composed:
+    """The candidate query of ``strategy`` against a table whose HNSW index is of ``index`` over ``dim``."""
+    if strategy == "exact":
+        order: sql.Composable = _EXACT_ORDER
+    elif index == "halfvec":
+        order = sql.SQL(_HALFVEC_ORDER).format(d=sql.Literal(int(dim)))
+    else:
+        order = _VECTOR_ORDER
+    return sql.SQL(_CANDIDATES).format(columns=sql.SQL(_COLUMNS), t=table_ident(collection), where=where,
+                                       order=order)
 
 
-def _apply_plan(conn: Connection, plan: Plan) -> None:
-    # set_config(..., true) lasts until the end of the caller's transaction, like SET LOCAL.
+def _apply_plan(conn: Connection, plan: Plan, iterative_server: bool) -> None:
+    # set_config(..., true) lasts until the end of the caller's transaction, like SET LOCAL; a search
+    # of several collections runs in one transaction, so each graph plan sets every knob it relies on.
     if plan.strategy == "hnsw_iterative":
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true), "
-                     "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                     "set_config('hnsw.iterative_scan', %s, true), "
                      "set_config('hnsw.max_scan_tuples', %s, true)",
-                     (str(plan.ef_search), str(MAX_SCAN_TUPLES)))
+                     (str(plan.ef_search), ITERATIVE_ORDER, str(plan.max_scan_tuples)))
+    elif plan.strategy == "hnsw" and iterative_server:
+        # The plan for pgvector < 0.8, forced on a server that has iterative scans: one walk, as 0.6 does.
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'off', true)",
+                     (str(plan.ef_search),))
     elif plan.ef_search is not None:
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(plan.ef_search),))
 
@@ -325,29 +390,40 @@ def vector_candidates(
     limit: int,
     filters: ChunkFilter = NO_FILTER,
     strategy: Strategy | None = None,
+    iterative: bool | None = None,
 ) -> tuple[list[Candidate], Plan]:
     """The ``limit`` rows in scope nearest ``vector``, each with its full-text rank for ``text``.
 
-    ``strategy`` forces a plan (the benchmarks and the recall test use it); by
-    default it is chosen from the size of the scope.
+    ``strategy`` forces a plan; ``iterative=False`` plans as for a pgvector without iterative
+    scans (< 0.8) whatever the server has. The benchmarks and tests use both; by default the plan
+    is chosen from the size of the scope and the database's pgvector.
     """
     facts = table_facts(conn, collection) if scope else TableFacts(False, 0.0, False)
     if not facts.present:
         return [], Plan("exact", 0, 0.0)
+    if iterative is None or not facts.iterative_scan:
+        iterative = facts.iterative_scan
     where, params = scope_clause(scope, filters)
     if strategy is None:
-        plan = choose_plan(conn, collection, where, params, limit, iterative=facts.iterative_scan,
-                           table_rows=facts.rows)
+        plan = choose_plan(conn, collection, where, params, limit, iterative=iterative, table_rows=facts.rows)
+    elif strategy == "exact":
+        plan = Plan("exact", None, 1.0)
     else:
-        plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH if strategy != "exact" else None)
-    params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "text": text, "limit": limit}
-    _apply_plan(conn, plan)
+        if strategy == "hnsw_iterative" and not facts.iterative_scan:
+            raise ValueError(f"pgvector {'.'.join(map(str, ITERATIVE_SCAN_VERSION))} or later is needed for "
+                             "hnsw_iterative")
+        # Forced: the longest single walk; the iterative scan asked for no more than the rows wanted.
+        plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH, fetch=limit,
+                    max_scan_tuples=MAX_SCAN_TUPLES if strategy == "hnsw_iterative" else 0)
+    params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "text": text, "limit": limit,
+              "fetch": max(limit, plan.fetch)}
+    _apply_plan(conn, plan, facts.iterative_scan)
     cur = conn.cursor(row_factory=dict_row)
-    rows = cur.execute(candidate_query(collection, where, plan.strategy), params).fetchall()
+    rows = cur.execute(candidate_query(collection, where, plan.strategy, facts.index, facts.dim), params).fetchall()
     if len(rows) < limit and plan.strategy != "exact" and strategy is None:
         # The graph came back short: either the scope holds fewer rows, or it missed some. Exact settles it.
         plan = Plan("exact", None, plan.selectivity)
-        rows = cur.execute(candidate_query(collection, where, "exact"), params).fetchall()
+        rows = cur.execute(candidate_query(collection, where, "exact"), {**params, "fetch": limit}).fetchall()
     return [_candidate(collection, r) for r in rows], plan
 
 
