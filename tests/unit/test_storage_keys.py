@@ -8,7 +8,7 @@ import uuid
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sluice.storage import chat_key, inbox_kb_id, parse_stage_key, rag_key, safe_filename, stage_key
+from sluice.storage import inbox_kb_id, parse_stage_key, rag_key, safe_filename, stage_key
 from sluice.storage.keys import MAX_NAME_CHARS
 
 
@@ -34,11 +34,6 @@ def test_two_uploads_of_one_name_never_collide():
     a, b = rag_key("handbook", "report.csv"), rag_key("handbook", "report.csv")
     assert a != b
     assert re.fullmatch(r"rag/handbook/[0-9a-f-]{36}_report\.csv", a)
-
-
-def test_chat_key_names_the_owner():
-    key = chat_key("user-1", "../x.png", uuid.UUID(int=1))
-    assert key == f"chat/user-1/{uuid.UUID(int=1)}_x.png"
 
 
 def test_inbox_addresses_a_base():

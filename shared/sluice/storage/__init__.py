@@ -1,7 +1,6 @@
 """Object storage: key naming, filename sanitising, and the S3 adapter (SSE-KMS always)."""
 
 from sluice.storage.keys import (
-    chat_key,
     collection_prefix,
     content_key,
     display_name,
@@ -19,7 +18,6 @@ from sluice.storage.s3 import ObjectStore
 __all__ = [
     "JobQueue",
     "ObjectStore",
-    "chat_key",
     "collection_prefix",
     "content_key",
     "display_name",

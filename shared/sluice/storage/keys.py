@@ -60,10 +60,6 @@ def rag_key(collection: str, filename: str, object_id: uuid.UUID | None = None) 
     return f"rag/{collection}/{object_id or uuid.uuid4()}_{safe_filename(filename)}"
 
 
-def chat_key(user_id: str, filename: str, object_id: uuid.UUID | None = None) -> str:
-    return f"chat/{safe_filename(user_id)}/{object_id or uuid.uuid4()}_{safe_filename(filename)}"
-
-
 def incoming_key(document_id: uuid.UUID, filename: str) -> str:
     """``incoming/<doc>/<safe name>``: where a presigned POST lands before the parse stage takes it.
 
