@@ -12,6 +12,7 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +22,13 @@ from sluice.local.gateway import LOOPBACK_HOSTS, Gateway
 from sluice.local.pump import QueuePump
 from sluice.local.template import ACCOUNT, REGION, FunctionDef, Resolver, Template, function_environment, parse
 from sluice.local.tokens import dev_secret
+from sluice.local.workflows import (
+    Scheduler,
+    configure_moto,
+    create_state_machines,
+    function_arn,
+    route_lambda_tasks,
+)
 
 log = logging.getLogger("sluice.local")
 
@@ -81,6 +89,9 @@ class LocalRuntime:
         self._moto: Any = None
         self._http: Any = None
         self._http_thread: threading.Thread | None = None
+        self.state_machine_arns: dict[str, str] = {}
+        self.scheduler = Scheduler(self.template, self.invoke)
+        self._unroute: Callable[[], None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
     @property
@@ -103,15 +114,21 @@ class LocalRuntime:
         migrate(self.database_url or "")
         for fn in self.template.functions.values():
             self._load(fn)
+        self._unroute = route_lambda_tasks(self.invoke, set(self.template.functions))
         if self.with_pumps:
             self._start_pumps()
+            self.scheduler.start()
         self._start_gateway()
         return self
 
     def stop(self) -> None:
+        self.scheduler.stop()
         for pump in self.pumps:
             pump.stop()
         self.pumps.clear()
+        if self._unroute is not None:
+            self._unroute()
+            self._unroute = None
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
@@ -157,6 +174,7 @@ class LocalRuntime:
             "AWS_ENDPOINT_URL": self.moto_url,
         })
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        configure_moto(self.moto_port)
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
         self._moto.start()
 
@@ -174,6 +192,9 @@ class LocalRuntime:
         sqs = self._client("sqs")
         refs: dict[str, Any] = {t.key: key_id}
         attrs: dict[tuple[str, str], Any] = {(t.key, "Arn"): key_arn}
+        for name in t.functions:  # a function's logical id is its name locally
+            refs[name] = name
+            attrs[(name, "Arn")] = function_arn(name)
         # Dead-letter queues first: the others name them in their redrive policy.
         ordered = sorted(t.queues.values(), key=lambda q: q.dead_letter is not None)
         for q in ordered:
@@ -212,6 +233,12 @@ class LocalRuntime:
                 for i, n in enumerate(t.notifications)
             ]
         })
+        self.state_machine_arns = create_state_machines(t, self.root, self.resolve, self._client("stepfunctions"))
+        for name, arn in self.state_machine_arns.items():
+            refs[name] = arn
+            attrs[(name, "Arn")] = arn
+            attrs[(name, "Name")] = name
+        self.resolve = Resolver(t, refs, attrs, {"DatabaseUrl": self.database_url})
         self.bucket = bucket
         self.key_arn = key_arn
 

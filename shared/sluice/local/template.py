@@ -6,6 +6,7 @@ template, and CloudFormation intrinsics are resolved against local values.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,22 @@ class FunctionDef:
     queues: list[str] = field(default_factory=list)  # logical ids of SQS event sources
     batch_size: int = 10
     timeout: int = 29
+    schedules: list[Schedule] = field(default_factory=list)
+
+
+@dataclass
+class Schedule:
+    """A schedule event of a function: its rate expression and the event it hands the function."""
+
+    expression: str
+    payload: dict[str, Any]
+
+
+@dataclass
+class StateMachineDef:
+    name: str
+    definition_uri: str
+    substitutions: dict[str, Any]  # DefinitionSubstitutions, still intrinsics to resolve
 
 
 @dataclass
@@ -92,6 +109,7 @@ class Template:
     notifications: list[Notification]
     bucket: str
     key: str
+    state_machines: dict[str, StateMachineDef] = field(default_factory=dict)
 
     def routes(self) -> list[Route]:
         return [r for f in self.functions.values() for r in f.routes]
@@ -117,6 +135,7 @@ def parse(path: Path) -> Template:
     functions: dict[str, FunctionDef] = {}
     queues: dict[str, QueueDef] = {}
     notifications: list[Notification] = []
+    state_machines: dict[str, StateMachineDef] = {}
     bucket = key = ""
     for name, res in resources.items():
         props = res.get("Properties", {}) or {}
@@ -134,7 +153,15 @@ def parse(path: Path) -> Template:
                 elif ev["Type"] == "SQS":
                     fn.queues.append(_logical(ep["Queue"]))
                     fn.batch_size = int(ep.get("BatchSize", 10))
+                elif ev["Type"] in ("Schedule", "ScheduleV2"):
+                    payload = ep.get("Input")
+                    fn.schedules.append(Schedule(ep["Schedule"] if ev["Type"] == "Schedule"
+                                                 else ep["ScheduleExpression"],
+                                                 json.loads(payload) if isinstance(payload, str) else {}))
             functions[name] = fn
+        elif kind == "AWS::Serverless::StateMachine":
+            state_machines[name] = StateMachineDef(name, props["DefinitionUri"],
+                                                   dict(props.get("DefinitionSubstitutions") or {}))
         elif kind == "AWS::SQS::Queue":
             redrive = props.get("RedrivePolicy") or {}
             queues[name] = QueueDef(
@@ -151,7 +178,7 @@ def parse(path: Path) -> Template:
                 notifications.append(Notification(_logical(qc["Queue"]), qc["Event"], prefix))
         elif kind == "AWS::KMS::Key":
             key = name
-    return Template(raw, functions, queues, notifications, bucket, key)
+    return Template(raw, functions, queues, notifications, bucket, key, state_machines)
 
 
 class Resolver:

@@ -1,0 +1,164 @@
+"""The local runtime runs a template's state machines on moto's interpreter, with Lambda tasks
+answered by the in-process handlers (a handler's exception is the task's error, which ASL's
+Retry and Catch match by class name), and fires schedule events.
+
+A small template of its own, so the mechanism is tested apart from the product's workflows."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import boto3
+import psycopg
+import pytest
+
+from sluice.local.runtime import LocalRuntime
+from tests.conftest import _with_db
+
+TEMPLATE = """
+AWSTemplateFormatVersion: "2010-09-09"
+Transform: AWS::Serverless-2016-10-31
+Resources:
+  Key:
+    Type: AWS::KMS::Key
+    Properties: {Description: test}
+  Bucket:
+    Type: AWS::S3::Bucket
+    Properties:
+      BucketName: !Sub wf-${AWS::AccountId}
+      BucketEncryption:
+        ServerSideEncryptionConfiguration:
+          - ServerSideEncryptionByDefault: {SSEAlgorithm: aws:kms, KMSMasterKeyID: !GetAtt Key.Arn}
+      PublicAccessBlockConfiguration:
+        BlockPublicAcls: true
+        BlockPublicPolicy: true
+        IgnorePublicAcls: true
+        RestrictPublicBuckets: true
+  StepFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: functions/step/
+      Handler: app.handler
+      Environment:
+        Variables:
+          WORKFLOW_ARN: !Ref Workflow
+      Events:
+        Hourly:
+          Type: Schedule
+          Properties:
+            Schedule: rate(1 hour)
+            Input: '{"op": "sweep"}'
+  Workflow:
+    Type: AWS::Serverless::StateMachine
+    Properties:
+      DefinitionUri: workflow.asl.json
+      DefinitionSubstitutions:
+        StepArn: !GetAtt StepFunction.Arn
+"""
+
+ASL = {
+    "StartAt": "Double",
+    "States": {
+        "Double": {"Type": "Task", "Resource": "${StepArn}", "Parameters": {"op": "double", "n.$": "$.n"},
+                   "ResultPath": "$.doubled", "Next": "Each"},
+        "Each": {"Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 2, "ResultPath": "$.each",
+                 "Iterator": {"StartAt": "Item", "States": {
+                     "Item": {"Type": "Task", "Resource": "${StepArn}", "End": True,
+                              "Parameters": {"op": "item", "item.$": "$.name"},
+                              "Retry": [{"ErrorEquals": ["FlakyError"], "MaxAttempts": 2, "IntervalSeconds": 1}],
+                              "Catch": [{"ErrorEquals": ["RefusedError"], "ResultPath": "$.error",
+                                         "Next": "Refused"}]},
+                     "Refused": {"Type": "Pass", "Parameters": {"refused.$": "$.error.Error"}, "End": True}}},
+                 "Next": "Done"},
+        "Done": {"Type": "Succeed"},
+    },
+}
+
+HANDLER = """
+import os
+
+calls = []
+flaky = {"left": 1}
+
+
+class FlakyError(Exception):
+    pass
+
+
+class RefusedError(Exception):
+    pass
+
+
+def handler(event, context):
+    calls.append(event)
+    if event.get("op") == "double":
+        return event["n"] * 2
+    if event.get("op") == "item":
+        if event["item"] == "flaky" and flaky["left"]:
+            flaky["left"] -= 1
+            raise FlakyError("once")
+        if event["item"] == "refuse":
+            raise RefusedError("never this one")
+        return {"item": event["item"], "workflow": os.environ["WORKFLOW_ARN"].rsplit(":", 1)[-1]}
+    return {"op": event.get("op")}
+"""
+
+
+@pytest.fixture(scope="module")
+def small_runtime(pg_server, tmp_path_factory):
+    root = tmp_path_factory.mktemp("wf")
+    (root / "template.yaml").write_text(TEMPLATE)
+    (root / "workflow.asl.json").write_text(json.dumps(ASL))
+    (root / "functions" / "step").mkdir(parents=True)
+    (root / "functions" / "step" / "app.py").write_text(HANDLER)
+    (root / "infra" / "migrations").mkdir(parents=True)
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as c:
+        c.execute("CREATE DATABASE wf_runtime")
+    rt = LocalRuntime(root=root, data_dir=root / "data", api_port=0,
+                      database_url=_with_db(pg_server.get_uri(), "wf_runtime"))
+    rt.start()
+    yield rt
+    rt.stop()
+
+
+def run(rt: LocalRuntime, payload: dict) -> dict:
+    sfn = boto3.client("stepfunctions", endpoint_url=rt.moto_url, region_name="us-east-1")
+    arn = sfn.start_execution(stateMachineArn=rt.state_machine_arns["Workflow"], input=json.dumps(payload))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        described = sfn.describe_execution(executionArn=arn["executionArn"])
+        if described["status"] != "RUNNING":
+            return described
+        time.sleep(0.2)
+    raise AssertionError("the execution did not finish")
+
+
+def test_a_state_machine_runs_its_tasks_in_the_handlers_with_retry_and_catch(small_runtime):
+    done = run(small_runtime, {"n": 21, "items": [{"name": "a"}, {"name": "flaky"}, {"name": "refuse"}]})
+    assert done["status"] == "SUCCEEDED", done
+    output = json.loads(done["output"])
+    assert output["doubled"] == 42
+    # the flaky item failed once and its retry ran; the refused one was caught by its error's class name
+    assert output["each"] == [{"item": "a", "workflow": "Workflow"}, {"item": "flaky", "workflow": "Workflow"},
+                              {"refused": "RefusedError"}]
+    handler = small_runtime._load(small_runtime.template.functions["StepFunction"])
+    assert [c["item"] for c in handler.calls if c.get("op") == "item"].count("flaky") == 2
+
+
+def test_schedules_fire_with_their_input(small_runtime):
+    handler = small_runtime._load(small_runtime.template.functions["StepFunction"])
+    before = len(handler.calls)
+    small_runtime.scheduler.fire("StepFunction")
+    assert handler.calls[before:] == [{"source": "aws.scheduler", "detail-type": "Scheduled Event", "op": "sweep"}]
+    assert small_runtime.template.functions["StepFunction"].schedules[0].expression == "rate(1 hour)"
+
+
+def test_the_product_template_declares_its_state_machines_from_files(tmp_path: Path):
+    from sluice.local.template import parse
+    from tests.conftest import ROOT
+
+    for sm in parse(ROOT / "template.yaml").state_machines.values():
+        definition = json.loads((ROOT / sm.definition_uri).read_text())
+        assert definition["StartAt"] in definition["States"], sm.name
