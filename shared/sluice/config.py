@@ -50,6 +50,10 @@ class Settings(BaseSettings):
 
     # Embedding
     embed_batch_size: int = Field(64, alias="EMBED_BATCH_SIZE")
+    # What a base embeds with when its creator names nothing: the operator's choice (stack parameters
+    # DefaultEmbeddingProvider / DefaultEmbeddingModel); the bundled model runs on Lambda as it does here.
+    default_embedding_provider: str = Field("local", alias="DEFAULT_EMBEDDING_PROVIDER")
+    default_embedding_model: str = Field("all-MiniLM-L6-v2", alias="DEFAULT_EMBEDDING_MODEL")
     # Chunks one document may become, whatever its chunking settings: each is embedded and
     # billed to the base's key. The parse budget (5,000,000 characters) at the bundled model's
     # chunk size (635, overlap 51) is about 8,600.

@@ -6,6 +6,7 @@ import threading
 from functools import lru_cache
 
 from sluice import aws
+from sluice.access.bases import DefaultEmbedding
 from sluice.config import get_settings
 from sluice.db.connection import transaction
 from sluice.embedding import (
@@ -14,6 +15,7 @@ from sluice.embedding import (
     SecretsManagerKeyVault,
     SecretsManagerSecretReader,
     build_embedder,
+    find_model,
 )
 from sluice.embedding.rerank import Reranker, RerankerSettings, build_reranker
 from sluice.ingest.runner import StageContext
@@ -45,6 +47,13 @@ def reranker() -> Reranker | None:
     bedrock = aws.client("bedrock-agent-runtime") if settings.provider == "bedrock" else None
     secrets = secret_reader() if settings.secret_id else None
     return build_reranker(settings, bedrock_agent_client=bedrock, secrets=secrets)
+
+
+def default_embedding() -> DefaultEmbedding:
+    """The deployment's default embedding, checked against the catalog (a typo fails by name)."""
+    settings = get_settings()
+    entry = find_model(settings.default_embedding_provider, settings.default_embedding_model)
+    return DefaultEmbedding(entry.provider, entry.model)
 
 
 def object_store() -> ObjectStore:

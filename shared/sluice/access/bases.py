@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import secrets
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,8 +30,14 @@ from sluice.identity import Principal
 from sluice.vectors import store as vector_store
 from sluice.vectors.names import MAX_COLLECTION_CHARS, validate_collection_name
 
-DEFAULT_PROVIDER = "local"
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+@dataclass(frozen=True)
+class DefaultEmbedding:
+    """The embedding a base gets when its creator names none: the deployment's choice (its operator's)."""
+
+    provider: str = "local"
+    model: str = "all-MiniLM-L6-v2"
+
 # A derived name is random; a second draw is for the astronomically unlikely taken one.
 _DERIVE_ATTEMPTS = 3
 
@@ -144,7 +150,7 @@ def _adoptable_key(p: Principal, vault: KeyVault | None, scope: str, space: Know
 
 
 def _embedding_choice(p: Principal, body: CreateKnowledgeBase, holders: list[KnowledgeBase],
-                      vault: KeyVault | None) -> tuple[dict[str, Any], CatalogModel]:
+                      vault: KeyVault | None, default: DefaultEmbedding) -> tuple[dict[str, Any], CatalogModel]:
     if holders:
         # A name that exists is one embedding space: adopt it, refuse a disagreeing choice (R-EMB-1).
         space = holders[0]
@@ -169,10 +175,10 @@ def _embedding_choice(p: Principal, body: CreateKnowledgeBase, holders: list[Kno
         }
         entry = find_model(space.embedding_provider, space.embedding_model, space.embedding_dim)
     else:
-        provider = body.embedding_provider or DEFAULT_PROVIDER
-        model = body.embedding_model or (DEFAULT_MODEL if provider == DEFAULT_PROVIDER else None)
+        provider = body.embedding_provider or default.provider
+        model = body.embedding_model or (default.model if provider == default.provider else None)
         if model is None:
-            # There is no deployment default for a provider other than local: the chooser names one.
+            # A provider other than the deployment's default has no default model: the chooser names one.
             offered = [m.model for m in load_catalog() if m.provider == provider]
             if not offered:
                 find_model(provider, "")  # refuses the unknown provider, naming the field
@@ -202,7 +208,7 @@ def _check_scope(p: Principal, scope: str) -> None:
 
 
 def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
-                vault: KeyVault | None = None) -> KnowledgeBase:
+                vault: KeyVault | None = None, default: DefaultEmbedding = DefaultEmbedding()) -> KnowledgeBase:
     _check_scope(p, body.scope)
     if body.collection_name is not None:
         name = validate_collection_name(body.collection_name)
@@ -216,7 +222,7 @@ def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
             except ConflictError:
                 if attempt == _DERIVE_ATTEMPTS - 1:
                     raise
-    embedding, entry = _embedding_choice(p, body, holders, vault)
+    embedding, entry = _embedding_choice(p, body, holders, vault, default)
     config = validate_collection_config(body.ingestion_config or {}, max_input_tokens=entry.max_input_tokens)
     kb = KnowledgeBase(
         id=uuid.uuid4(),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sluice.access.bases import DefaultEmbedding
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel
@@ -53,18 +54,27 @@ class CatalogModelOut(Body):
     max_input_tokens: int
     allowed_dims: list[int]
     description: str
+    is_default: bool = Field(description="Whether a base that names no embedding gets this one.")
+
+
+class DefaultModelOut(Body):
+    provider: str
+    model: str
 
 
 class EmbeddingModelsOut(Body):
     models: list[CatalogModelOut]
+    default: DefaultModelOut = Field(description="What a base that names no embedding embeds with.")
 
 
-def catalog_view(models: Sequence[CatalogModel]) -> EmbeddingModelsOut:
-    return EmbeddingModelsOut(models=[
-        CatalogModelOut(provider=m.provider, model=m.model, dim=m.dim, max_input_tokens=m.max_input_tokens,
-                        allowed_dims=list(m.allowed_dims), description=m.description)
-        for m in models
-    ])
+def catalog_view(models: Sequence[CatalogModel], default: DefaultEmbedding) -> EmbeddingModelsOut:
+    return EmbeddingModelsOut(
+        models=[CatalogModelOut(provider=m.provider, model=m.model, dim=m.dim, max_input_tokens=m.max_input_tokens,
+                                allowed_dims=list(m.allowed_dims), description=m.description,
+                                is_default=(m.provider, m.model) == (default.provider, default.model))
+                for m in models],
+        default=DefaultModelOut(provider=default.provider, model=default.model),
+    )
 
 
 class SupportedFormatsOut(Body):

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from sluice.access.bases import CreateKnowledgeBase, create_base, derive_collection_name
+from sluice.access.bases import CreateKnowledgeBase, DefaultEmbedding, create_base, derive_collection_name
 from sluice.errors import ConflictError, ValidationError
 from sluice.vectors import store
 from tests.integration.access.conftest import EDIT, VIEW, who
@@ -231,3 +231,18 @@ def test_concurrent_claims_of_one_name_by_different_organizations_admit_one(db_u
     finally:
         close_pool()
     assert outcomes == ["conflict"] * (n - 1) + ["created"]
+
+
+@pytest.mark.parametrize("default, expected", [
+    (DefaultEmbedding(), ("local", "all-MiniLM-L6-v2", 384)),
+    (DefaultEmbedding("bedrock", "amazon.titan-embed-text-v2:0"), ("bedrock", "amazon.titan-embed-text-v2:0", 1024)),
+])
+def test_a_base_that_names_no_embedding_takes_the_deployment_default(conn, default, expected):
+    kb = create_base(conn, who("dee", "acme", VIEW, EDIT), CreateKnowledgeBase(name="Plain"), default=default)
+    assert (kb.embedding_provider, kb.embedding_model, kb.embedding_dim) == expected
+    # naming the other provider still asks for its model: the default is the default provider's only
+    other = "bedrock" if default.provider == "local" else "local"
+    named = create_base(conn, who("dee", "acme", VIEW, EDIT), CreateKnowledgeBase(
+        name="Named", embedding_provider=other,
+        embedding_model="all-MiniLM-L6-v2" if other == "local" else "amazon.titan-embed-text-v2:0"), default=default)
+    assert named.embedding_provider == other
