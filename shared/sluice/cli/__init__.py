@@ -14,14 +14,23 @@ from typing import Any
 def _local_up(args: argparse.Namespace) -> int:
     from sluice.local.runtime import LocalRuntime
 
-    runtime = LocalRuntime(api_port=args.port, data_dir=Path(args.data_dir) if args.data_dir else None)
+    runtime = LocalRuntime(api_port=args.port, moto_port=args.moto_port, pumps=not args.no_pumps,
+                           data_dir=Path(args.data_dir) if args.data_dir else None)
     print("Starting Sluice locally (embedded PostgreSQL, moto, the wiring of template.yaml)...", flush=True)
     runtime.start()
+    failed, originals = runtime.recovered
     print(f"\nSluice API:  {runtime.api_url}")
+    print(f"S3 (moto):   {runtime.moto_url}  bucket {runtime.bucket}")
+    print(f"             drop a file: aws --endpoint-url {runtime.moto_url} s3 cp report.pdf "
+          f"s3://{runtime.bucket}/inbox/<kb_id>/report.pdf")
     print(f"pgvector:    {_pgvector_line(runtime.database_url or '')}")
     print(f"Health:      curl {runtime.api_url}/health")
     print("Get a token: sluice local token --user alice")
     print(f"Then:        curl -H \"Authorization: Bearer $TOKEN\" {runtime.api_url}/kb")
+    if failed or originals:
+        print(f"Restarted:   the local object store and queues live in memory and started empty: {failed} "
+              f"document(s) in flight were marked error, and {originals} document(s) keep their chunks "
+              "(search finds them) but not their stored originals.")
     print("Ctrl-C stops.", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -108,7 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     local = sub.add_parser("local", help="run Sluice on this machine").add_subparsers(dest="local", required=True)
     up = local.add_parser("up", help="start the local runtime")
     up.add_argument("--port", type=int, default=int(os.environ.get("SLUICE_PORT", "8787")))
+    up.add_argument("--moto-port", type=int, default=int(os.environ.get("SLUICE_MOTO_PORT", "4566")),
+                    help="where the local S3, SQS, KMS and Step Functions answer (moto); stable, so scripts can drop "
+                         "files into inbox/")
     up.add_argument("--data-dir", default=None, help="where embedded PostgreSQL keeps data (.sluice/)")
+    up.add_argument("--no-pumps", action="store_true",
+                    help="accept requests but run no stage or schedule (to look at what is queued)")
     up.set_defaults(func=_local_up)
     token = local.add_parser("token", help="mint a dev token the local gateway accepts")
     token.add_argument("--user", required=True)

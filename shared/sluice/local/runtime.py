@@ -90,6 +90,8 @@ class LocalRuntime:
         self._http: Any = None
         self._http_thread: threading.Thread | None = None
         self.state_machine_arns: dict[str, str] = {}
+        self.recovered = (0, 0)
+        self.jwt_secret = ""
         self.scheduler = Scheduler(self.template, self.invoke)
         self._unroute: Callable[[], None] | None = None
 
@@ -112,6 +114,7 @@ class LocalRuntime:
         from sluice.db.migrations import migrate
 
         migrate(self.database_url or "")
+        self.recovered = self._recover()
         for fn in self.template.functions.values():
             self._load(fn)
         self._unroute = route_lambda_tasks(self.invoke, set(self.template.functions))
@@ -148,6 +151,16 @@ class LocalRuntime:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _recover(self) -> tuple[int, int]:
+        """moto keeps objects and messages in memory: after a restart nothing in flight will ever
+        move again, so those rows fail with a sentence saying why, never stay processing.
+        Returns (documents failed, documents whose stored original is gone)."""
+        from sluice.db.connection import transaction
+        from sluice.ingest.recovery import LOCAL_RESET, fail_in_flight, stored_originals
+
+        with transaction() as conn:
+            return fail_in_flight(conn, LOCAL_RESET), stored_originals(conn)
 
     # --- pieces ------------------------------------------------------------------------------
     @staticmethod
@@ -250,7 +263,8 @@ class LocalRuntime:
         env["DATABASE_URL"] = self.database_url or ""
         env["SLUICE_CATALOG_PATH"] = str(self.root / "infra" / "catalog" / "embedding_models.json")
         env["SLUICE_MIGRATIONS_DIR"] = str(self.root / "infra" / "migrations")
-        env["SLUICE_DEV_JWT_SECRET"] = dev_secret(self.data_dir, os.environ.get("SLUICE_DEV_JWT_SECRET", ""))
+        self.jwt_secret = dev_secret(self.data_dir, os.environ.get("SLUICE_DEV_JWT_SECRET", ""))
+        env["SLUICE_DEV_JWT_SECRET"] = self.jwt_secret
         os.environ.update(env)
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
