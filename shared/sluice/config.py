@@ -25,6 +25,13 @@ class Settings(BaseSettings):
     ingest_dlq_arn: str = Field("", alias="INGEST_DLQ_ARN")
     chunk_dlq_arn: str = Field("", alias="CHUNK_DLQ_ARN")
     embed_dlq_arn: str = Field("", alias="EMBED_DLQ_ARN")
+    # The queues of the chunk and embed stages, where the reaper resumes a stalled document
+    chunk_queue_url: str = Field("", alias="CHUNK_QUEUE_URL")
+    embed_queue_url: str = Field("", alias="EMBED_QUEUE_URL")
+    # A document processing with no change for this long lost its next message (sluice.ingest.recovery).
+    # Longer than any stage and any redelivery the queues still owe: the embed stage's 900 s timeout,
+    # and the 5,400 s a failed embed message stays invisible before the queue delivers it again.
+    stale_after_seconds: int = Field(7200, alias="STALE_AFTER_SECONDS", ge=60)
 
     # Database: a URL, or a Secrets Manager secret holding the usual RDS fields
     database_url: str = Field("", alias="DATABASE_URL")

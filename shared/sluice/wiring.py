@@ -18,6 +18,7 @@ from sluice.embedding import (
     find_model,
 )
 from sluice.embedding.rerank import Reranker, RerankerSettings, build_reranker
+from sluice.ingest.recovery import StageQueues
 from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import Intake
 from sluice.storage import JobQueue, ObjectStore
@@ -62,6 +63,12 @@ def object_store() -> ObjectStore:
 
 def job_queue() -> JobQueue:
     return JobQueue(aws.client("sqs"), get_settings().ingest_queue_url)
+
+
+def stage_queues() -> StageQueues:
+    s, sqs = get_settings(), aws.client("sqs")
+    return StageQueues(ingest=JobQueue(sqs, s.ingest_queue_url), chunk=JobQueue(sqs, s.chunk_queue_url),
+                       embed=JobQueue(sqs, s.embed_queue_url))
 
 
 @lru_cache(maxsize=1)
