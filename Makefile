@@ -6,25 +6,29 @@ BIN    := $(VENV)/bin
 PGVECTOR_SRC ?= ../shared/vendor/pgvector-0.8.6
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install run test lint typecheck bench build clean build-SluiceLayer
+# Where `sluice model export` writes by default and the local provider reads (inside the venv).
+MODEL  := $(VENV)/share/sluice/models/all-MiniLM-L6-v2/model.onnx
+
+.PHONY: install reference run test lint typecheck bench build clean build-SluiceLayer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# torch first, as the CPU build that lies on this disk: a plain `torch` requirement
-# would pull a multi-GB CUDA build through sentence-transformers.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[local,dev]"
 	touch $@
+
+# Built from the bundled weights, never downloaded; again whenever the exporter changes.
+$(MODEL): $(VENV)/.installed shared/sluice/embedding/export.py
+	$(BIN)/sluice model export
 
 # Production (Aurora) runs pgvector 0.8; pgserver ships 0.6.2, which lacks the iterative index
 # scans the search plans for. So build pgvector from PGVECTOR_SRC with pgserver's own pg_config and
 # install it into the venv's embedded PostgreSQL in place (~7 s). The build runs in a temporary copy,
 # leaving the source tree untouched; it is skipped when the installed version already matches. Without
 # the source or a C compiler, 0.6.2 stays and one line says so.
-install: $(VENV)/.installed
+install: $(VENV)/.installed $(MODEL)
 	@pg_config=$$($(BIN)/python -W ignore -c 'import os, pgserver; print(os.path.join(os.path.dirname(pgserver.__file__), "pginstall", "bin", "pg_config"))'); \
 	version_of() { sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$$1" 2>/dev/null; }; \
 	have=$$(version_of "$$($$pg_config --sharedir)/extension/vector.control"); \
@@ -45,6 +49,13 @@ install: $(VENV)/.installed
 		fi; rm -rf "$$tmp"; \
 	fi
 
+# The torch path the ONNX model is checked against (the agreement test, the benchmarks); nothing
+# at run time needs it. torch first, as the CPU build that lies on this disk: a plain `torch`
+# requirement would pull a multi-GB CUDA build through sentence-transformers.
+reference: install
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[reference]"
+
 run: install
 	$(BIN)/sluice local up
 
@@ -61,7 +72,7 @@ typecheck: install
 	$(BIN)/mypy shared/sluice
 	for app in functions/*/app.py; do MYPYPATH=shared $(BIN)/mypy --no-namespace-packages $$app || exit 1; done
 
-bench: install
+bench: reference
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/pip install --quiet --no-deps "langchain-postgres==0.0.19"  # see the bench extra in pyproject.toml
 	@echo "see bench/README.md: one command per figure"

@@ -110,6 +110,14 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.path) if args.path else None, queries=args.query)
 
 
+def _model_export(args: argparse.Namespace) -> int:
+    from sluice.embedding.export import export_default
+
+    folder = export_default(Path(args.out) if args.out else None, int8=args.int8)
+    print(f"exported {'int8' if args.int8 else 'fp32'} model to {folder}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sluice", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -146,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     openapi = sub.add_parser("openapi", help="write the HTTP API's OpenAPI document to infra/openapi.json")
     openapi.add_argument("--check", action="store_true", help="only say whether the committed file is current")
     openapi.set_defaults(func=_openapi)
+
+    model = sub.add_parser("model", help="the bundled embedding model").add_subparsers(dest="model", required=True)
+    export = model.add_parser("export", help="build the ONNX model the local provider serves (a build step)")
+    export.add_argument("--out", default=None,
+                        help="models root: writes OUT/<model>/ (default: the root the runtime reads, inside "
+                             "this Python environment; SLUICE_MODEL_DIR names it to the runtime)")
+    export.add_argument("--int8", action="store_true", help="dynamically quantised weights (see bench/README.md)")
+    export.set_defaults(func=_model_export)
 
     from sluice.cli.search import add_parser as add_search
 
