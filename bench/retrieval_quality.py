@@ -22,7 +22,13 @@ DESIGN.md's exact whole-document all-MiniLM run. Then a few variants of the
 text side are measured *beside* the spec's formula, to explain what the
 full-text term does on this corpus; the service keeps the spec's formula.
 
-Embeddings are cached in .sluice/bench/ keyed by the corpus checksum.
+The embedder is measured three ways in the same run (``--paths``): the torch path the
+local provider used before issue 12 (sentence-transformers), and the ONNX exports it
+serves now, fp32 and int8, each exported fresh from the bundled weights. Each path gets
+its own table and the vector-only and hybrid rankings; the main table is the fp32 export.
+
+Embeddings are cached in .sluice/bench/ keyed by the path (torch, or the ONNX file's
+checksum) and the corpus checksum.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import hashlib
 import json
 import math
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -43,7 +50,7 @@ CACHE = ROOT / ".sluice" / "bench"
 
 from functools import partial  # noqa: E402
 
-from harness import migrated_database, print_table  # noqa: E402
+from harness import TorchMiniLM, exported, migrated_database, model_digest, print_table  # noqa: E402
 
 table = partial(print_table, number_format="{:.4f}")
 
@@ -93,20 +100,25 @@ def evaluate(run: dict[str, list[str]], queries: list[dict], qrels: dict[str, se
 
 # --- embedding (cached) ------------------------------------------------------------------------
 
-def embed(texts: list[str], kind: str) -> np.ndarray:
-    from sluice.embedding import EmbeddingSpec, build_embedder
+def embed(texts: list[str], kind: str, encoder, path: str) -> tuple[np.ndarray, float | None]:
+    """The vectors, and chunks/s if they were encoded in this run (None from the cache)."""
+    from sluice.embedding import EmbeddingSpec, find_model
+    from sluice.embedding.local import LocalEmbedder
 
     digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
-    path = CACHE / f"scifact_{kind}_minilm_{digest}.npy"
-    if path.exists():
-        return np.load(path)
-    embedder = build_embedder(EmbeddingSpec("local", "all-MiniLM-L6-v2", 384))
+    cache = CACHE / f"scifact_{kind}_minilm_{path}_{model_digest(encoder)}_{digest}.npy"
+    if cache.exists():
+        return np.load(cache), None
+    # Through the provider class the service uses, serving this path's encoder.
+    embedder = LocalEmbedder(EmbeddingSpec("local", "all-MiniLM-L6-v2", 384),
+                             find_model("local", "all-MiniLM-L6-v2"), model=encoder)
     started = time.perf_counter()
     vectors = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
-    print(f"encoded {len(texts)} {kind} in {time.perf_counter() - started:.0f} s", flush=True)
+    seconds = time.perf_counter() - started
+    print(f"{path}: encoded {len(texts)} {kind} in {seconds:.0f} s", flush=True)
     CACHE.mkdir(parents=True, exist_ok=True)
-    np.save(path, vectors)
-    return vectors
+    np.save(cache, vectors)
+    return vectors, len(texts) / seconds
 
 
 # --- database ----------------------------------------------------------------------------------
@@ -114,7 +126,11 @@ def embed(texts: list[str], kind: str) -> np.ndarray:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database-url", default=None, help="default: a throwaway embedded PostgreSQL")
+    parser.add_argument("--paths", default="torch,onnx-fp32,onnx-int8",
+                        help="embedding paths to compare, comma-separated; the first ONNX one is the main table's")
     args = parser.parse_args()
+    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+    main_path = next((p for p in paths if p.startswith("onnx")), paths[0])
 
     import psycopg
     from pgvector import Vector
@@ -127,37 +143,53 @@ def main() -> int:
 
     corpus, queries, qrels = load()
     doc_texts = [f"{d['title']} {d['text']}".strip() for d in corpus]
-    doc_vecs = embed(doc_texts, "docs")
-    query_vecs = embed([q["text"] for q in queries], "queries")
+    query_texts = [q["text"] for q in queries]
+    vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    rates: dict[str, float | None] = {}
+    with tempfile.TemporaryDirectory(prefix="sluice-bench-models-") as models:
+        for path in paths:
+            encoder = TorchMiniLM() if path == "torch" else exported(path.removeprefix("onnx-"), Path(models))
+            doc_vecs, rates[path] = embed(doc_texts, "docs", encoder, path)
+            vectors[path] = (doc_vecs, embed(query_texts, "queries", encoder, path)[0])
+            del encoder
 
     url, server = migrated_database(args.database_url, "bench_quality")
-    collection = "bench_scifact"
     kb = uuid.uuid4()
     scope = [BaseScope(kb, None)]
+    by_path: dict[str, dict[str, dict[str, list[str]]]] = {}
     try:
         with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
             register_vector(conn)
-            store.drop_table(conn, collection)
-            store.ensure_table(conn, collection, 384)
-            store.insert_chunks(conn, collection, [
-                store.ChunkRow(document_id=uuid.uuid5(uuid.NAMESPACE_URL, d["_id"]), kb_id=kb, org_id=None,
-                               chunk_index=0, content=text, embedding=vec, filename=d["_id"])
-                for d, text, vec in zip(corpus, doc_texts, doc_vecs, strict=True)])
-            conn.execute(sql.SQL("ANALYZE {t}").format(t=table_ident(collection)))
-            conn.commit()
+            for path in paths:
+                collection = "bench_scifact_" + path.replace("-", "_")
+                doc_vecs, query_vecs = vectors[path]
+                store.drop_table(conn, collection)
+                store.ensure_table(conn, collection, 384)
+                store.insert_chunks(conn, collection, [
+                    store.ChunkRow(document_id=uuid.uuid5(uuid.NAMESPACE_URL, d["_id"]), kb_id=kb, org_id=None,
+                                   chunk_index=0, content=text, embedding=vec, filename=d["_id"])
+                    for d, text, vec in zip(corpus, doc_texts, doc_vecs, strict=True)])
+                conn.execute(sql.SQL("ANALYZE {t}").format(t=table_ident(collection)))
+                conn.commit()
 
-            runs: dict[str, dict[str, list[str]]] = {n: {} for n in (
-                "vector", "hybrid100", "hybrid10", "fts")}
-            pools: dict[str, list] = {}
-            started = time.perf_counter()
-            for q, qv in zip(queries, query_vecs, strict=True):
-                found, _ = vector_candidates(conn, collection, vector=qv, text=q["text"], scope=scope, limit=100)
-                conn.rollback()
-                pools[q["_id"]] = found
-                runs["vector"][q["_id"]] = [c.filename for c in found]
-                runs["hybrid100"][q["_id"]] = [c.filename for c in sorted(found, key=lambda c: -c.hybrid)]
-                runs["hybrid10"][q["_id"]] = [c.filename for c in sorted(found[:10], key=lambda c: -c.hybrid)]
-            per_query_ms = (time.perf_counter() - started) * 1000 / len(queries)
+                path_runs: dict[str, dict[str, list[str]]] = {n: {} for n in ("vector", "hybrid100", "hybrid10")}
+                path_pools: dict[str, list] = {}
+                started = time.perf_counter()
+                for q, qv in zip(queries, query_vecs, strict=True):
+                    found, _ = vector_candidates(conn, collection, vector=qv, text=q["text"], scope=scope, limit=100)
+                    conn.rollback()
+                    path_pools[q["_id"]] = found
+                    path_runs["vector"][q["_id"]] = [c.filename for c in found]
+                    path_runs["hybrid100"][q["_id"]] = [c.filename for c in sorted(found, key=lambda c: -c.hybrid)]
+                    path_runs["hybrid10"][q["_id"]] = [c.filename
+                                                       for c in sorted(found[:10], key=lambda c: -c.hybrid)]
+                by_path[path] = path_runs
+                if path == main_path:
+                    per_query_ms = (time.perf_counter() - started) * 1000 / len(queries)
+                    runs = {**path_runs, "fts": {}}
+                    pools = path_pools
+                    main_collection = collection
+            collection = main_collection
 
             fts_sql = sql.SQL("""
                 WITH q AS (SELECT replace(plainto_tsquery('simple', %(text)s)::text, '&', '|') AS terms)
@@ -173,7 +205,30 @@ def main() -> int:
         if server is not None:
             server.cleanup()
 
+    torch_docs = vectors["torch"][0] if "torch" in vectors else None
+    path_rows: list[list[object]] = []
+    for path in paths:
+        ndcg, rec = evaluate(by_path[path]["vector"], queries, qrels)
+        hybrid = evaluate(by_path[path]["hybrid100"], queries, qrels)[0]
+        if torch_docs is not None and path != "torch":
+            agreement = np.sum(vectors[path][0] * torch_docs, axis=1)
+            cos = f"{agreement.mean():.5f} / {agreement.min():.5f}"
+        else:
+            cos = "-"
+        rate = rates[path]
+        path_rows.append([path, ndcg, rec, hybrid, cos, "cached" if rate is None else f"{rate:.1f}"])
+    table(f"Embedding paths, same run: vector-only (cosine, exact plan) and hybrid (pool 100); cosine to "
+          f"torch over the {len(corpus)} documents (mean / worst)",
+          ["path", "nDCG@10", "R@100", "hybrid nDCG@10", "cosine to torch", "docs/s encoding"], path_rows)
+    if "torch" in by_path:
+        base = evaluate(by_path["torch"]["vector"], queries, qrels)[0]
+        for path in paths:
+            if path != "torch":
+                delta = evaluate(by_path[path]["vector"], queries, qrels)[0] - base
+                print(f"{path} vs torch, vector-only nDCG@10: {delta:+.4f} (target: within 0.005)")
+
     scores = {name: evaluate(run, queries, qrels) for name, run in runs.items()}
+    print(f"\nThe tables below use the {main_path} path.")
     rows: list[list[object]] = [
         ["Sluice vector-only (cosine, exact plan)", *scores["vector"]],
         ["Sluice hybrid, spec weights, pool 100", *scores["hybrid100"]],

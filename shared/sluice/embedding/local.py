@@ -126,26 +126,23 @@ class OnnxSentenceEncoder:
         tokenizer.no_padding()
         self._tokenizer = tokenizer
 
-    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> Any:
-        """A float32 matrix, one normalised row per text, in order."""
+    def encode(self, texts: Sequence[str]) -> Any:
+        """A float32 matrix, one normalised row per text, in order.
+
+        One text per inference run, unpadded. Measured on scifact chunks of the default plan
+        (bench/README.md), runs of 1-4 texts embed about 1.6x as many chunks a second as runs
+        of 64 (the activations of a small run stay in cache, and nothing is padding), and a
+        text's vector then never depends on the texts beside it, which int8 would otherwise
+        make it do (its activations are scaled per run).
+        """
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(list(texts))
-        lengths = [len(e.ids) for e in encodings]
-        # Longest first, as sentence-transformers does: each batch pads to its own longest text,
-        # so sorting keeps padding (wasted attention) small.
-        order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            width = lengths[rows[0]]
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for r, i in enumerate(rows):
-                ids[r, : lengths[i]] = encodings[i].ids
-                mask[r, : lengths[i]] = 1
-            (vectors,) = self._session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
-            out[rows] = vectors
+        for row, encoding in enumerate(self._tokenizer.encode_batch(list(texts))):
+            ids = np.asarray([encoding.ids], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+            (vector,) = self._session.run(["sentence_embedding"], feed)
+            out[row] = vector[0]
         return out
 
 
@@ -168,7 +165,8 @@ def local_model(name: str) -> OnnxSentenceEncoder:
 
 class LocalEmbedder:
     """The ``local`` provider. ``model`` serves a given encoder instead of the process's own
-    (benchmarks compare exports side by side)."""
+    (benchmarks compare exports side by side). ``batch_size`` is the provider batch every
+    embedder takes; the encoder sizes its own inference runs."""
 
     def __init__(
         self,
@@ -183,7 +181,6 @@ class LocalEmbedder:
             refuse(EmbeddingModelNotServedError, spec, f"no bundled weights for local model {spec.model!r}")
         self.spec = spec
         self.max_input_tokens = catalog_model.max_input_tokens
-        self._batch_size = batch_size
         self._model = model
 
     @property
@@ -200,7 +197,7 @@ class LocalEmbedder:
         if not texts:
             return []
         # Normalised in the graph, so cosine distance and inner product rank alike, as Titan's do.
-        matrix = self.model.encode(texts, batch_size=self._batch_size)
+        matrix = self.model.encode(texts)
         if matrix.ndim != 2 or matrix.shape[1] != self.spec.dim:
             refuse(EmbeddingResponseError, self.spec, f"local model produced shape {matrix.shape}")
         vectors: list[list[float]] = matrix.tolist()

@@ -56,8 +56,8 @@ def test_a_query_and_the_same_text_as_a_document_agree(embedder):
     assert embedder.embed_query(text) == pytest.approx(embedder.embed_documents([text])[0], abs=1e-5)
 
 
-def test_padding_in_a_batch_does_not_change_a_text_s_vector(embedder):
-    # Batched with a much longer and a shorter text, the text is padded; the mask must hide the padding.
+def test_a_text_s_vector_does_not_depend_on_the_texts_embedded_with_it(embedder):
+    # A query is embedded alone and a chunk among its document's: the same text must land in the same place.
     text = "Chunks are written with COPY."
     alone = embedder.embed_query(text)
     batched = embedder.embed_documents(["A long neighbour. " * 40, text, "Short."])
