@@ -15,7 +15,7 @@ def _local_up(args: argparse.Namespace) -> int:
     from sluice.local.runtime import LocalRuntime
 
     runtime = LocalRuntime(api_port=args.port, moto_port=args.moto_port, pumps=not args.no_pumps,
-                           data_dir=Path(args.data_dir) if args.data_dir else None)
+                           data_dir=Path(args.data_dir) if args.data_dir else None, concurrency=args.concurrency)
     print("Starting Sluice locally (embedded PostgreSQL, moto, the wiring of template.yaml)...", flush=True)
     runtime.start()
     failed, originals = runtime.recovered
@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="where the local S3, SQS, KMS and Step Functions answer (moto); stable, so scripts can drop "
                          "files into inbox/")
     up.add_argument("--data-dir", default=None, help="where embedded PostgreSQL keeps data (.sluice/)")
+    up.add_argument("--concurrency", type=int, default=int(os.environ.get("SLUICE_CONCURRENCY", "4")),
+                    help="events of one function that may run at once, as Lambda runs several environments")
     up.add_argument("--no-pumps", action="store_true",
                     help="accept requests but run no stage or schedule (to look at what is queued)")
     up.set_defaults(func=_local_up)
