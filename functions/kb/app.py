@@ -20,6 +20,7 @@ from sluice.api.views import (
     HealthOut,
     KnowledgeBaseOut,
     KnowledgeBasesOut,
+    TextSearchLanguagesOut,
     WritableKnowledgeBaseOut,
     catalog_view,
     collection_view,
@@ -32,6 +33,7 @@ from sluice.db.connection import transaction
 from sluice.embedding import load_catalog
 from sluice.ingest import documents
 from sluice.observability import http_handler
+from sluice.vectors import fulltext
 from sluice.wiring import default_embedding, key_vault
 
 app = build_resolver()
@@ -51,6 +53,13 @@ def openapi_document() -> Response[Any]:
 def embedding_models() -> EmbeddingModelsOut:
     principal(app)
     return catalog_view(load_catalog(), default_embedding())
+
+
+@app.get("/rag/text-search-languages", summary="The text search languages a base may choose (R-SRCH-7)")
+def text_search_languages() -> TextSearchLanguagesOut:
+    principal(app)
+    with transaction() as conn:
+        return TextSearchLanguagesOut(languages=fulltext.text_search_languages(conn), default=fulltext.DEFAULT_LANGUAGE)
 
 
 @app.post("/kb", summary="Create a knowledge base", responses=created(WritableKnowledgeBaseOut))

@@ -27,6 +27,7 @@ from sluice.embedding import CatalogModel, find_model, load_catalog
 from sluice.embedding.endpoints import deployment_policy, endpoint_problem
 from sluice.errors import ConflictError, ValidationError
 from sluice.identity import Principal
+from sluice.vectors import fulltext as vector_fulltext
 from sluice.vectors import store as vector_store
 from sluice.vectors.names import MAX_COLLECTION_CHARS, validate_collection_name
 
@@ -55,6 +56,9 @@ class CreateKnowledgeBase(BaseModel):
     embedding_base_url: str | None = Field(None, max_length=2000)
     embedding_secret_id: str | None = Field(None, min_length=1, max_length=2048)
     ingestion_config: dict[str, Any] | None = None
+    text_search_language: str | None = Field(
+        None, max_length=63, description="The text search configuration of the full-text side (R-SRCH-7): one of "
+        "GET /rag/text-search-languages; default simple, or the collection's when it exists. Fixed once set.")
 
 
 class UpdateKnowledgeBase(BaseModel):
@@ -73,6 +77,7 @@ class UpdateKnowledgeBase(BaseModel):
     embedding_dim: int | None = None
     collection_name: str | None = None
     scope: str | None = None
+    text_search_language: str | None = None
 
 
 class GrantRequest(BaseModel):
@@ -223,6 +228,7 @@ def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
                 if attempt == _DERIVE_ATTEMPTS - 1:
                     raise
     embedding, entry = _embedding_choice(p, body, holders, vault, default)
+    language = _language_choice(conn, name, body.text_search_language, holders)
     config = validate_collection_config(body.ingestion_config or {}, max_input_tokens=entry.max_input_tokens)
     kb = KnowledgeBase(
         id=uuid.uuid4(),
@@ -236,9 +242,22 @@ def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
         description=body.description,
         ingestion_config=config.model_dump(exclude_none=True),
         created_by=p.user_id,
+        text_search_language=language,
         **embedding,
     )
     return kb_repo.insert(conn, kb)
+
+
+def _language_choice(conn: Connection, name: str, asked: str | None, holders: list[KnowledgeBase]) -> str:
+    """R-SRCH-7: a collection has one language, its table's; a base joining one takes it, and a
+    base asking for another is refused with the field named."""
+    existing = holders[0].text_search_language if holders else vector_fulltext.table_language(conn, name)
+    if existing is None:
+        return vector_fulltext.check_language(conn, vector_fulltext.DEFAULT_LANGUAGE if asked is None else asked)
+    if asked is not None and asked != existing:
+        raise ValidationError("A collection has one text search language", fields={
+            "text_search_language": f"This collection searches text in {existing}; a base on it must too."})
+    return existing
 
 
 def _refuse_fixed(kb: KnowledgeBase, body: UpdateKnowledgeBase) -> None:
@@ -249,6 +268,8 @@ def _refuse_fixed(kb: KnowledgeBase, body: UpdateKnowledgeBase) -> None:
                          "embed at another.",
         "collection_name": "A base's collection name cannot change.",
         "scope": "A base's scope cannot change.",
+        "text_search_language": "The text search language is fixed when a collection is created; create a new "
+                                "base to search in another.",
     }
     changed = {k: why for k, why in fixed.items()
                if k in body.model_fields_set and getattr(body, k) != getattr(kb, k)}

@@ -67,6 +67,11 @@ class EmbeddingModelsOut(Body):
     default: DefaultModelOut = Field(description="What a base that names no embedding embeds with.")
 
 
+class TextSearchLanguagesOut(Body):
+    languages: list[str] = Field(description="The text search configurations a base may choose (R-SRCH-7).")
+    default: str = Field(description="What a base that names none on a new collection searches in.")
+
+
 def catalog_view(models: Sequence[CatalogModel], default: DefaultEmbedding) -> EmbeddingModelsOut:
     return EmbeddingModelsOut(
         models=[CatalogModelOut(provider=m.provider, model=m.model, dim=m.dim, max_input_tokens=m.max_input_tokens,
@@ -104,6 +109,7 @@ class KnowledgeBaseOut(Body):
     embedding_provider: str
     embedding_model: str
     embedding_dim: int
+    text_search_language: str
     ingestion_config: dict[str, Any]
     created_by: str
     created_at: datetime | None
@@ -137,7 +143,8 @@ def _kb_fields(kb: KnowledgeBase, *, writable: bool) -> dict[str, Any]:
         "id": str(kb.id), "name": kb.name, "collection_name": kb.collection_name, "scope": kb.scope,
         "org_id": kb.org_id, "owner_id": kb.owner_id, "is_default": kb.is_default, "description": kb.description,
         "embedding_provider": kb.embedding_provider, "embedding_model": kb.embedding_model,
-        "embedding_dim": kb.embedding_dim, "ingestion_config": kb.ingestion_config, "created_by": kb.created_by,
+        "embedding_dim": kb.embedding_dim, "text_search_language": kb.text_search_language,
+        "ingestion_config": kb.ingestion_config, "created_by": kb.created_by,
         "created_at": kb.created_at, "can_write": writable,
     }
 
@@ -157,6 +164,7 @@ class CollectionOut(Body):
     name: str
     embedding_model: str
     embedding_dim: int
+    text_search_language: str
     knowledge_bases: list[BaseOnCollectionOut]
 
 
@@ -168,6 +176,7 @@ def collection_view(name: str, bases: Sequence[KnowledgeBase]) -> CollectionOut:
     """One collection name, once, with the bases on it the caller reaches (they share one embedding space)."""
     return CollectionOut(
         name=name, embedding_model=bases[0].embedding_model, embedding_dim=bases[0].embedding_dim,
+        text_search_language=bases[0].text_search_language,
         knowledge_bases=[BaseOnCollectionOut(id=str(kb.id), name=kb.name, scope=kb.scope, org_id=kb.org_id)
                          for kb in bases],
     )
@@ -361,6 +370,8 @@ class SearchResultOut(Body):
 
 class DiagnosticCandidateOut(SearchResultOut):
     passed: bool = Field(description="Whether the candidate passes the gates a search applies.")
+    found_by: list[Literal["vector", "text"]] = Field(
+        description="Which side of the pool found it: the vector top, the full-text top, or both (R-SRCH-1).")
 
 
 class SearchOut(Body):
@@ -410,7 +421,8 @@ def search_view(outcome: SearchOutcome) -> SearchOut:
 def diagnostic_view(outcome: SearchOutcome) -> DiagnosticOut:
     return DiagnosticOut(
         query=outcome.query, vec_gate=VEC_GATE, reranker_gate=RERANK_GATE,
-        candidates=[DiagnosticCandidateOut(**_result_fields(c), passed=passes_gates(c)) for c in outcome.results],
+        candidates=[DiagnosticCandidateOut(**_result_fields(c), passed=passes_gates(c), found_by=list(c.found_by))
+                    for c in outcome.results],
         count=len(outcome.results),
     )
 

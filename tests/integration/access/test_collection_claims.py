@@ -161,6 +161,41 @@ def test_a_name_shared_by_two_bases_is_one_embedding_space(conn):
     assert set(err.value.details["fields"]) == {"embedding_provider", "embedding_model", "embedding_dim"}
 
 
+def test_a_collection_has_one_text_search_language(conn):
+    # R-SRCH-7: chosen with the collection, taken by every base that joins it, never a second one
+    first = create(conn, ACME_EDITOR, scope="org", collection_name="hablado", text_search_language="spanish")
+    conn.commit()
+    assert first.text_search_language == "spanish"
+    assert create(conn, ACME_EDITOR, name="Mine", collection_name="hablado").text_search_language == "spanish"
+    conn.rollback()
+    with pytest.raises(ValidationError) as err:
+        create(conn, ACME_EDITOR, name="Other", collection_name="hablado", text_search_language="english")
+    assert err.value.status == 400
+    assert err.value.details["fields"] == {
+        "text_search_language": "This collection searches text in spanish; a base on it must too."}
+
+
+def test_a_table_left_without_bases_keeps_its_language_for_the_next_claim(conn):
+    store.ensure_table(conn, "left_german", 3, language="german")
+    conn.commit()
+    assert create(conn, ACME_EDITOR, collection_name="left_german").text_search_language == "german"
+    conn.rollback()
+    with pytest.raises(ValidationError) as err:
+        create(conn, ACME_EDITOR, collection_name="left_german", text_search_language="simple")
+    assert "text_search_language" in err.value.details["fields"]
+
+
+@pytest.mark.parametrize("language", ["klingon", "english; DROP TABLE documents", "English", ""])
+def test_an_unknown_text_search_language_is_refused_naming_the_field(conn, language):
+    with pytest.raises(ValidationError) as err:
+        create(conn, ACME_EDITOR, text_search_language=language)
+    assert err.value.status == 400 and "text_search_language" in err.value.details["fields"]
+
+
+def test_a_new_collection_searches_in_simple_unless_told(conn):
+    assert create(conn, ACME_EDITOR).text_search_language == "simple"
+
+
 def test_the_embedding_choice_is_checked_against_the_catalog(conn):
     kb = create(conn, ACME_EDITOR, embedding_provider="bedrock", embedding_model="amazon.titan-embed-text-v2:0",
                 embedding_dim=256)
