@@ -31,7 +31,7 @@ $(MODEL): $(VENV)/.installed shared/sluice/embedding/export.py
 # install it into the venv's embedded PostgreSQL in place (~7 s). The build runs in a temporary copy,
 # leaving the source tree untouched; it is skipped when the installed version already matches. Without
 # the source or a C compiler, 0.6.2 stays and one line says so.
-install: $(VENV)/.installed $(MODEL)
+install: $(VENV)/.installed $(MODEL) libreoffice
 	@pg_config=$$($(BIN)/python -W ignore -c 'import os, pgserver; print(os.path.join(os.path.dirname(pgserver.__file__), "pginstall", "bin", "pg_config"))'); \
 	version_of() { sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$$1" 2>/dev/null; }; \
 	have=$$(version_of "$$($$pg_config --sharedir)/extension/vector.control"); \
@@ -50,6 +50,37 @@ install: $(VENV)/.installed $(MODEL)
 		else \
 			echo "pgvector: keeping pgserver's $$have: building $(PGVECTOR_SRC) failed, see $$log"; \
 		fi; rm -rf "$$tmp"; \
+	fi
+
+# Legacy Word (.doc) is read through LibreOffice (sluice.parsing.legacy_word). On a Debian-like
+# machine, as root, install the distribution's writer without a GUI (~1.5 min, once); LIBREOFFICE=no
+# skips it. Anywhere else one line says why not (README: Legacy Word documents says how).
+LIBREOFFICE ?= yes
+.PHONY: libreoffice
+libreoffice:
+	@found=$$(command -v soffice || command -v libreoffice || true); \
+	if [ -n "$$found" ]; then \
+		echo "LibreOffice: $$found (reads legacy .doc)"; \
+	elif [ "$(LIBREOFFICE)" = no ]; then \
+		echo "LibreOffice: not installed (LIBREOFFICE=no): .doc files fail saying so (README: Legacy Word documents)"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "LibreOffice: not installed: no apt-get on this machine (README: Legacy Word documents says how)"; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "LibreOffice: not installed: apt-get needs root (README: Legacy Word documents says how)"; \
+	else \
+		mkdir -p $(VENV); log="$(VENV)/libreoffice-install.log"; : >"$$log"; \
+		pick() { for p in libreoffice-writer-nogui libreoffice-writer; do \
+			apt-cache policy "$$p" 2>/dev/null | grep -q 'Candidate: [0-9]' && { echo "$$p"; return; }; done; }; \
+		install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$$1" >>"$$log" 2>&1; }; \
+		pkg=$$(pick); \
+		if [ -z "$$pkg" ]; then apt-get update -qq >>"$$log" 2>&1; pkg=$$(pick); fi; \
+		if [ -z "$$pkg" ]; then \
+			echo "LibreOffice: not installed: apt offers no libreoffice-writer package (see $$log)"; \
+		elif install "$$pkg" || { apt-get update -qq >>"$$log" 2>&1 && install "$$pkg"; }; then \
+			echo "LibreOffice: installed $$pkg (reads legacy .doc)"; \
+		else \
+			echo "LibreOffice: not installed: apt-get install $$pkg failed, see $$log"; \
+		fi; \
 	fi
 
 # The torch path the ONNX model is checked against (the agreement test, the benchmarks); nothing

@@ -207,7 +207,9 @@ class DocumentOut(Body):
     attempt: int
     source: str
     source_path: str | None
-    content_hash: str | None
+    content_hash: str | None = Field(
+        description="The sha256 of the stored file's bytes (hex), set when the parse stage reads it; null before. "
+                    "`sluice ingest` sends no file whose content a base already holds.")
     organizational_unit: str | None
     document_type: str | None
     document_date: date | None

@@ -165,9 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--int8", action="store_true", help="dynamically quantised weights (see bench/README.md)")
     export.set_defaults(func=_model_export)
 
+    from sluice.cli.ingest import add_parser as add_ingest
     from sluice.cli.search import add_parser as add_search
 
     add_search(sub)
+    add_ingest(sub)
     return parser
 
 
