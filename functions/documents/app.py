@@ -23,6 +23,7 @@ from sluice.api.views import (
     documents_view,
     kb_ingestion_view,
 )
+from sluice.api.views_pools import PoolDocumentsOut, RecipientRemovedOut, pool_view, recipient_removed_view
 from sluice.config import DATABASE, get_settings
 from sluice.db.connection import transaction
 from sluice.ingest import documents
@@ -85,13 +86,46 @@ def document_file(doc_id: str) -> DownloadOut:
                        expires_in=expires_in, filename=doc.filename)
 
 
-@app.delete("/rag/documents/<doc_id>", summary="Delete a document, its chunks and its stored objects")
+@app.delete("/rag/documents/<doc_id>", summary="Delete a document, its chunks and its stored objects (a shared "
+                                               "document: the caller's access; the last recipient's takes it all)")
 def delete_document(doc_id: str) -> DeletedOut:
     p = principal(app)
     with transaction() as conn:
-        doc = documents.delete_document(conn, p, doc_id)
-    object_store().delete_many(documents.stored_objects(doc))
-    return DeletedOut(id=str(doc.id), deleted=True)
+        removal = documents.remove_document(conn, p, doc_id)
+    if removal.gone:
+        object_store().delete_many(documents.stored_objects(removal.document))
+    return DeletedOut(id=str(removal.document.id), deleted=True)
+
+
+# --- private pools (R-ACC-5, R-ACC-6) ---------------------------------------------------------
+
+@app.get("/pools/documents", summary="The caller's private pool: their own documents and those shared with them")
+def list_pool(limit: Annotated[int, Query(ge=1, le=200)] = 50,
+              offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0) -> PoolDocumentsOut:
+    p = principal(app)
+    with transaction() as conn:
+        page = documents.list_private_pool(conn, p, limit=limit, offset=offset)
+    return pool_view(page)
+
+
+@app.delete("/pools/documents/<doc_id>", summary="The sharer deletes a shared document for every recipient")
+def delete_shared(doc_id: str) -> DeletedOut:
+    p = principal(app)
+    with transaction() as conn:
+        removal = documents.delete_shared(conn, p, doc_id)
+    object_store().delete_many(documents.stored_objects(removal.document))
+    return DeletedOut(id=str(removal.document.id), deleted=True)
+
+
+@app.delete("/pools/documents/<doc_id>/recipients/<user_id>",
+            summary="The sharer revokes one recipient (the last one revoked takes the document)")
+def revoke_recipient(doc_id: str, user_id: str) -> RecipientRemovedOut:
+    p = principal(app)
+    with transaction() as conn:
+        removal = documents.revoke_recipient(conn, p, doc_id, user_id)
+    if removal.gone:
+        object_store().delete_many(documents.stored_objects(removal.document))
+    return recipient_removed_view(removal, user_id)
 
 
 @app.post("/rag/documents/<doc_id>/retry", summary="Run a failed document's pipeline again (R-DOC-5)",

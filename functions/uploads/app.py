@@ -11,9 +11,23 @@ from sluice.api.forms import document_fields
 from sluice.api.http import build_resolver, principal, respond
 from sluice.api.responses import accepted
 from sluice.api.views import AcceptedOut, PresignedAcceptedOut, accepted_view, presigned_view
+from sluice.api.views_pools import (
+    SharedAcceptedOut,
+    SharedPresignedAcceptedOut,
+    recipients_field,
+    shared_accepted_view,
+    shared_presigned_view,
+)
 from sluice.config import DATABASE, get_settings
 from sluice.errors import FileTooLargeError
-from sluice.ingest.uploads import PresignRequest, accept_direct_upload, accept_presigned_upload
+from sluice.ingest.uploads import (
+    PresignRequest,
+    SharePresignRequest,
+    accept_direct_upload,
+    accept_presigned_upload,
+    accept_shared_presigned,
+    accept_shared_upload,
+)
 from sluice.observability import http_handler
 from sluice.wiring import intake
 
@@ -51,6 +65,41 @@ def presign_upload(kb_id: str, body: Annotated[PresignRequest, Body()]) -> Respo
     p = principal(app)
     taken = accept_presigned_upload(intake(), p, kb_id, body)
     return respond(202, presigned_view(taken))
+
+
+@app.post("/pools/documents", summary="Share a document into several users' private pools (R-ACC-6)",
+          responses=accepted(SharedAcceptedOut))
+def share_document(
+    file: Annotated[UploadFile, File(description="The document.")],
+    recipients: Annotated[str, Form(description="User ids of your organization: a JSON array, or separated by "
+                                                "commas. All or nothing: one full pool refuses the upload.")],
+    organizational_unit: Annotated[str | None, Form()] = None,
+    document_type: Annotated[str | None, Form()] = None,
+    document_date: Annotated[str | None, Form(description="YYYY-MM-DD")] = None,
+    ingestion: Annotated[str | None, Form(description="A JSON object of chunking settings for this document.")] = None,
+) -> Response[SharedAcceptedOut]:
+    p = principal(app)
+    settings = get_settings()
+    limit = min(settings.direct_upload_max_bytes, settings.max_upload_bytes)
+    if len(file.content) > limit:
+        raise FileTooLargeError(
+            f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger files "
+            f"(up to {settings.max_upload_size_mb} MB) use POST /pools/uploads.",
+            details={"limit_bytes": limit},
+        )
+    fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
+                             document_date=document_date, ingestion=ingestion)
+    taken = accept_shared_upload(intake(), p, recipients_field(recipients), file.filename or "file", file.content,
+                                 fields)
+    return respond(202, shared_accepted_view(taken))
+
+
+@app.post("/pools/uploads", summary="A presigned POST for a document shared into several private pools",
+          responses=accepted(SharedPresignedAcceptedOut))
+def share_presigned(body: Annotated[SharePresignRequest, Body()]) -> Response[SharedPresignedAcceptedOut]:
+    p = principal(app)
+    taken = accept_shared_presigned(intake(), p, body)
+    return respond(202, shared_presigned_view(taken))
 
 
 handler = http_handler(app, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID"))

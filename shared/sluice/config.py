@@ -77,6 +77,8 @@ class Settings(BaseSettings):
     indexing_paused_cache_seconds: int = Field(30, alias="INDEXING_PAUSED_CACHE_SECONDS")
     upload_rate_per_minute: int = Field(10, alias="UPLOAD_RATE_PER_MINUTE")
     upload_rate_per_day: int = Field(50, alias="UPLOAD_RATE_PER_DAY")
+    # R-ACC-6: how many users one document may be shared with in one upload.
+    pool_max_recipients: int = Field(50, alias="POOL_MAX_RECIPIENTS")
 
     # Local development: the key the local gateway verifies tokens with. Empty means the one
     # `sluice local up` generates for its data directory (sluice.local.tokens.dev_secret).

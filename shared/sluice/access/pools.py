@@ -134,3 +134,72 @@ def _check_room(conn: Connection, owner_id: str, documents: int, settings: Setti
                    "upload fewer at once.")
     raise DocCapReachedError(message, details={"cap": settings.private_doc_cap, "held": held, "room": room,
                                                 "requested": documents})
+
+
+# --- documents shared into several private pools (R-ACC-6) ------------------------------------
+
+def admit_shared_upload(conn: Connection, recipients: list[str], settings: Settings, documents: int = 1) -> None:
+    """Refuse a shared upload unless every recipient's pool has room and budget for it; then count it
+    for each of them.
+
+    All or nothing: one recipient who is full (or over a limit) refuses the upload for everyone, and
+    the refusal names each recipient who is, so the sharer can drop them and send again. The
+    recipients' quota rows are locked in a fixed order, so two shares racing for one user queue.
+    """
+    now = upload_quotas.lock_users(conn, recipients)
+    full = [(u, held) for u in recipients
+            if (held := upload_quotas.private_pool_documents(conn, u)) + documents > settings.private_doc_cap]
+    if full:
+        names = [u for u, _ in full]
+        raise DocCapReachedError(
+            f"The private pools of {', '.join(names)} have no room for "
+            f"{'this document' if documents == 1 else f'{documents} documents'} (at most "
+            f"{settings.private_doc_cap} each); nothing was shared. Remove them from the recipients or ask "
+            "them to delete a document.",
+            details={"cap": settings.private_doc_cap, "requested": documents, "recipients": names,
+                     "held": {u: held for u, held in full}},
+            fields={"recipients": f"Full: {', '.join(names)}."},
+        )
+    for limit, per in ((settings.upload_rate_per_minute, "a minute"), (settings.upload_rate_per_day, "a day")):
+        if 0 < limit < documents:
+            raise ValidationError(
+                f"This upload holds {documents} documents, and a private pool takes at most {limit} {per}; "
+                "split it into smaller archives.",
+                fields={"file": f"Holds {documents} documents; at most {limit} may be uploaded {per}."},
+            )
+    waits: dict[str, float] = {}
+    for user in recipients:
+        today = upload_quotas.accepted_since(conn, user, now - DAY)
+        this_minute = [t for t in today if t > now - MINUTE]
+        wait = [w for w in (
+            _retry_after(this_minute, settings.upload_rate_per_minute, documents, MINUTE, now),
+            _retry_after(today, settings.upload_rate_per_day, documents, DAY, now),
+        ) if w is not None]
+        if wait:
+            waits[user] = max(wait)
+    if waits:
+        error = RateLimitError(
+            f"Too many uploads into the private pools of {', '.join(waits)}: a private pool takes "
+            f"{settings.upload_rate_per_minute} documents a minute and {settings.upload_rate_per_day} a day. "
+            "Nothing was shared; try again later.",
+            retry_after=max(1, math.ceil(max(waits.values()))),
+        )
+        error.details["recipients"] = list(waits)
+        raise error
+    for user in recipients:
+        upload_quotas.record(conn, user, now, keep=DAY, count=documents)
+
+
+def admit_unpacked_shared(conn: Connection, recipients: list[str], members: int, settings: Settings) -> None:
+    """``admit_unpacked`` for a shared archive: every recipient's pool must have room for its members."""
+    if members <= 0 or not recipients:
+        return
+    upload_quotas.lock_users(conn, recipients)
+    full = [u for u in recipients
+            if upload_quotas.private_pool_documents(conn, u) + members > settings.private_doc_cap]
+    if full:
+        raise DocCapReachedError(
+            f"This archive would add {members} documents to the private pools of {', '.join(full)}, which "
+            f"have no room for them (at most {settings.private_doc_cap} each).",
+            details={"cap": settings.private_doc_cap, "requested": members, "recipients": full},
+        )

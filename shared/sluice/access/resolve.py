@@ -23,6 +23,12 @@ allow on one organization base and never narrows it; it counts only for a
 member of that base's organization, so a grant cannot carry a base across the
 tenant boundary (nothing here knows another organization's users, so a grant
 naming one is inert rather than a leak).
+
+An organization's ``recipients`` base holds the documents shared into its
+members' private pools (R-ACC-6, ``sluice.access.shared``). Nobody reads or
+writes it as a base: each of its documents is reached by its recipients only,
+so every base-level route answers "not found" for it, and a search reaches it
+only through ``resolve_collection(..., shared=True)`` with a recipient check.
 """
 
 from __future__ import annotations
@@ -31,10 +37,14 @@ import uuid
 from dataclasses import dataclass
 
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db import recipients as recipient_repo
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.errors import CollectionNotFoundError
 from sluice.identity import Principal
+
+# The scope of an organization's base of shared private documents: read per document, never whole.
+RECIPIENTS = "recipients"
 
 
 def _grant(p: Principal, kb: KnowledgeBase) -> str | None:
@@ -44,6 +54,8 @@ def _grant(p: Principal, kb: KnowledgeBase) -> str | None:
 
 
 def can_read(p: Principal, kb: KnowledgeBase) -> bool:
+    if kb.scope == RECIPIENTS:
+        return False
     if kb.scope == "app":
         return True
     if kb.scope == "personal":
@@ -54,6 +66,8 @@ def can_read(p: Principal, kb: KnowledgeBase) -> bool:
 
 
 def can_write(p: Principal, kb: KnowledgeBase) -> bool:
+    if kb.scope == RECIPIENTS:
+        return False
     if kb.scope == "app":
         return p.is_app_admin
     if kb.scope == "personal":
@@ -84,16 +98,27 @@ def readable_bases(conn: Connection, p: Principal) -> list[KnowledgeBase]:
     return [b for b in kb_repo.candidates_for(conn, p.user_id, p.org_id) if can_read(p, b)]
 
 
-def resolve_collection(conn: Connection, p: Principal, name: str, *, write: bool = False
+def receives_from(conn: Connection, p: Principal, kb: KnowledgeBase) -> bool:
+    """Whether ``kb`` is a recipients base of the caller's organization holding a document shared with them."""
+    return (kb.scope == RECIPIENTS and p.org_id is not None and kb.org_id == p.org_id
+            and recipient_repo.receives_in(conn, kb.id, p.user_id, p.org_id))
+
+
+def resolve_collection(conn: Connection, p: Principal, name: str, *, write: bool = False, shared: bool = False
                        ) -> list[KnowledgeBase]:
     """The bases holding ``name`` that the caller reaches, oldest first; none reachable is "not found".
 
     A name is looked up as typed: an invalid name is held by no base, so it is
     "not found" like any other absent one rather than a different answer.
+    ``shared`` (a search's reading): a recipients base holding a document shared
+    with the caller is reached too; the caller must then scope it to those
+    documents (``sluice.access.shared.search_scope``).
     """
     if not isinstance(name, str) or not name:
         raise CollectionNotFoundError()
-    bases = [b for b in kb_repo.by_collection(conn, name) if can_read(p, b) and (not write or can_write(p, b))]
+    bases = [b for b in kb_repo.by_collection(conn, name)
+             if (can_read(p, b) and (not write or can_write(p, b)))
+             or (shared and not write and receives_from(conn, p, b))]
     if not bases:
         raise CollectionNotFoundError()
     return bases

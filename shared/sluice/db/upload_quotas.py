@@ -44,14 +44,16 @@ def record(conn: Connection, user_id: str, at: datetime, *, keep: timedelta, cou
 
 
 def private_pool_documents(conn: Connection, owner_id: str) -> int:
-    """The documents in every personal base ``owner_id`` owns: their private pool."""
+    """The documents in every personal base ``owner_id`` owns, and every document shared with them
+    (R-ACC-6): their private pool."""
     row = conn.execute(
         """
-        SELECT count(*) AS n FROM documents d
-          JOIN knowledge_bases kb ON kb.id = d.kb_id
-         WHERE kb.scope = 'personal' AND kb.owner_id = %s
+        SELECT (SELECT count(*) FROM documents d
+                  JOIN knowledge_bases kb ON kb.id = d.kb_id
+                 WHERE kb.scope = 'personal' AND kb.owner_id = %(owner)s)
+             + (SELECT count(*) FROM document_recipients WHERE user_id = %(owner)s) AS n
         """,
-        (owner_id,),
+        {"owner": owner_id},
     ).fetchone()
     assert row is not None
     return int(row["n"])

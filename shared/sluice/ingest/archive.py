@@ -10,9 +10,11 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from sluice.access.pools import admit_unpacked
+from sluice.access.pools import admit_unpacked, admit_unpacked_shared
+from sluice.access.resolve import RECIPIENTS
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db import recipients as recipient_repo
 from sluice.db.documents import Document
 from sluice.ingest.retire import forget_objects, retire_absent_members, retire_replaced
 from sluice.ingest.runner import StageContext
@@ -38,7 +40,13 @@ def unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes, 
         if kb is None:
             return
         # A redelivered unpack finds some members already written: only the new ones need room.
-        admit_unpacked(conn, kb, len(child_ids) - doc_repo.count_existing(conn, child_ids), ctx.settings)
+        new_members = len(child_ids) - doc_repo.count_existing(conn, child_ids)
+        shared = kb.scope == RECIPIENTS
+        if shared:
+            # R-ACC-6: a shared archive's members are shared as it is, and need room in every pool.
+            admit_unpacked_shared(conn, recipient_repo.of(conn, doc.id), new_members, ctx.settings)
+        else:
+            admit_unpacked(conn, kb, new_members, ctx.settings)
     archive_path = doc.source_path or doc.filename
     unpacked: set[str] = set()
     for member, content in iter_archive_members(data, kind, ctx.budget):
@@ -56,6 +64,8 @@ def unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes, 
                 document_date=doc.document_date, uploaded_by=doc.uploaded_by,
                 ingestion_override=doc.ingestion_override,
             )
+            if shared:
+                recipient_repo.copy(conn, doc.id, child_id)
         ctx.store.put(key, content, content_type=member.kind.mime if member.kind else "application/octet-stream",
                       metadata={"document-id": str(child_id)}, only_if_absent=True)
     listing = [f"{m.path}" + (f" (skipped: {m.skipped_reason})" if m.skipped_reason else "") for m in members]

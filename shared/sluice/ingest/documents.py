@@ -7,10 +7,13 @@ import uuid
 from dataclasses import dataclass
 
 from sluice.access import resolve_base, resolve_collection
+from sluice.access.shared import check_manager, check_recipient, is_shared
 from sluice.db import documents as doc_repo
+from sluice.db import recipients as recipient_repo
 from sluice.db.connection import Connection
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
+from sluice.db.recipients import PoolEntry
 from sluice.errors import CollectionNotFoundError, NotFoundError, StoredFileMissingError, ValidationError
 from sluice.identity import Principal
 from sluice.ingest.artifacts import read_parsed
@@ -28,6 +31,11 @@ def get_document(conn: Connection, p: Principal, doc_id: str, *, write: bool = F
     doc = doc_repo.get(conn, ident, for_update=for_update)
     if doc is None or doc.kb_id is None:
         raise CollectionNotFoundError()
+    if is_shared(conn, doc):
+        # R-ACC-6: a shared document is its recipients' own, each in their private pool; to anybody
+        # else (its sharer included) it answers as an absent id does.
+        check_recipient(conn, p, doc)
+        return doc
     resolve_base(conn, p, doc.kb_id, write=write)
     return doc
 
@@ -119,6 +127,88 @@ def delete_document(conn: Connection, p: Principal, doc_id: str) -> Document:
     vector_store.delete_document_chunks(conn, doc.collection_name, doc.vector_document_id or doc.id)
     doc_repo.delete(conn, doc.id)
     return doc
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What a delete did: ``gone`` when the document itself went (row, chunks; its objects are next)."""
+
+    document: Document
+    gone: bool
+
+
+def remove_document(conn: Connection, p: Principal, doc_id: str) -> Removal:
+    """DELETE /rag/documents/{id}: the document, or for a shared one the caller's access to it.
+
+    A recipient's delete strips their row only; the last recipient's takes the document with it
+    (R-ACC-6). The row lock orders two last recipients deleting at once: the second finds one
+    recipient fewer, or the row gone.
+    """
+    doc = get_document(conn, p, doc_id, write=True, for_update=True)
+    if is_shared(conn, doc):
+        return _strip(conn, doc, p.user_id)
+    return Removal(delete_document(conn, p, doc_id), True)
+
+
+def _strip(conn: Connection, doc: Document, user_id: str) -> Removal:
+    recipient_repo.remove(conn, doc.id, user_id)
+    if recipient_repo.count(conn, doc.id) > 0:
+        return Removal(doc, False)
+    vector_store.delete_document_chunks(conn, doc.collection_name, doc.vector_document_id or doc.id)
+    doc_repo.delete(conn, doc.id)
+    return Removal(doc, True)
+
+
+# --- the private pool and its shared documents (R-ACC-5, R-ACC-6) -------------------------------
+
+@dataclass
+class PoolPage:
+    entries: list[PoolEntry]
+    total: int
+    limit: int
+    offset: int
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + len(self.entries)
+        return end if end < self.total else None
+
+
+def list_private_pool(conn: Connection, p: Principal, *, limit: int, offset: int) -> PoolPage:
+    """GET /pools/documents: the caller's own private documents and those shared with them."""
+    entries, total = recipient_repo.private_pool(conn, p.user_id, p.org_id, limit=limit, offset=offset)
+    return PoolPage(entries, total, limit, offset)
+
+
+def _managed(conn: Connection, p: Principal, doc_id: str) -> Document:
+    try:
+        ident = uuid.UUID(doc_id)
+    except ValueError:
+        raise CollectionNotFoundError() from None
+    doc = doc_repo.get(conn, ident, for_update=True)
+    if doc is None or not is_shared(conn, doc):
+        raise CollectionNotFoundError()
+    check_manager(p, doc)
+    return doc
+
+
+def revoke_recipient(conn: Connection, p: Principal, doc_id: str, user_id: str) -> Removal:
+    """DELETE /pools/documents/{id}/recipients/{user_id}: the sharer takes one recipient's access away.
+
+    A user who is not a recipient is "not found"; the last recipient revoked takes the document.
+    """
+    doc = _managed(conn, p, doc_id)
+    if user_id not in recipient_repo.of(conn, doc.id):
+        raise NotFoundError("This user is not a recipient of the document.")
+    return _strip(conn, doc, user_id)
+
+
+def delete_shared(conn: Connection, p: Principal, doc_id: str) -> Removal:
+    """DELETE /pools/documents/{id}: the sharer deletes a shared document for every recipient."""
+    doc = _managed(conn, p, doc_id)
+    vector_store.delete_document_chunks(conn, doc.collection_name, doc.vector_document_id or doc.id)
+    doc_repo.delete(conn, doc.id)
+    return Removal(doc, True)
 
 
 def stored_objects(doc: Document) -> list[str]:

@@ -16,11 +16,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access import resolve_base
-from sluice.access.pools import ParameterReader, admit_upload, check_indexing_open
+from sluice.access.bases import DefaultEmbedding
+from sluice.access.pools import ParameterReader, admit_shared_upload, admit_upload, check_indexing_open
+from sluice.access.shared import check_recipients, check_sharer, recipients_base
 from sluice.chunking import IngestionConfig, merge_override
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db import recipients as recipient_repo
 from sluice.db.connection import Connection, UnitOfWork
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
@@ -50,6 +53,14 @@ class PresignRequest(DocumentFields):
     size: int | None = Field(None, ge=1, description="The file's size in bytes, when known: refused early if over.")
 
 
+class SharePresignRequest(PresignRequest):
+    """POST /pools/uploads: a presigned upload shared into the recipients' private pools (R-ACC-6)."""
+
+    recipients: list[str] = Field(
+        min_length=1, max_length=1000,
+        description="User ids of the caller's organization (at most POOL_MAX_RECIPIENTS, default 50).")
+
+
 @dataclass
 class Intake:
     """What accepting an upload needs, built once per cold start by the composition root."""
@@ -67,6 +78,8 @@ class Accepted:
 
     document: Document
     upload: dict[str, Any] | None = None
+    # A shared upload (R-ACC-6): the users it was shared with.
+    recipients: list[str] | None = None
 
 
 def _ceiling_error(settings: Settings) -> FileTooLargeError:
@@ -177,3 +190,80 @@ def _mark_unstored(uow: UnitOfWork, doc_id: uuid.UUID) -> None:
             conn, doc_id, status="error", stage="queued",
             error_message="The file could not be stored; upload it again.",
         )
+
+
+# --- one document into several private pools (R-ACC-6) ----------------------------------------
+
+def _check_shareable(conn: Connection, intake: Intake, p: Principal, recipients: list[str], documents: int = 1
+                     ) -> tuple[KnowledgeBase, IngestionConfig]:
+    settings = intake.settings
+    check_indexing_open(settings, intake.read_parameter)
+    org_id = check_sharer(p)
+    default = DefaultEmbedding(settings.default_embedding_provider, settings.default_embedding_model)
+    kb = recipients_base(conn, org_id, p.user_id, default)
+    if kb_repo.teardown_reserved(conn, kb.collection_name):
+        raise ConflictError("The shared pool is being torn down; uploads to it are refused.")
+    # Last: it counts the upload for every recipient, all or nothing, in the transaction of the row.
+    admit_shared_upload(conn, recipients, settings, documents)
+    return kb, IngestionConfig.model_validate(kb.ingestion_config)
+
+
+def _share_row(conn: Connection, p: Principal, kb: KnowledgeBase, recipients: list[str], filename: str, key: str,
+               fields: DocumentFields, filesize: int | None, kind: FileKind | None) -> Document:
+    doc = _new_row(conn, p, kb, filename, key, fields, filesize, kind)
+    assert p.org_id is not None
+    recipient_repo.add(conn, doc.id, recipients, org_id=p.org_id, shared_by=p.user_id)
+    return doc
+
+
+def accept_shared_upload(intake: Intake, p: Principal, recipients: list[str], filename: str, data: bytes,
+                         fields: DocumentFields) -> Accepted:
+    """POST /pools/documents: one stored object, one row, one parse and one set of chunks, read by each
+    recipient in their private pool. Refused whole when any recipient's pool is full or over a limit."""
+    uow, store, settings = intake.uow, intake.store, intake.settings
+    check_sharer(p)
+    users = check_recipients(recipients, settings.pool_max_recipients)
+    if len(data) > settings.max_upload_bytes:
+        raise _ceiling_error(settings)
+    filename = display_name(filename)
+    kind = kb_kind(sniff(data, filename))
+    documents = documents_in(kind, data, settings)
+    with uow() as conn:
+        kb, config = _check_shareable(conn, intake, p, users, documents)
+        _validate_override(kb, config, fields.ingestion)
+        key = rag_key(kb.collection_name, filename)
+        doc = _share_row(conn, p, kb, users, filename, key, fields, len(data), kind)
+    try:
+        store.put(key, data, content_type=kind.mime, metadata={"document-id": str(doc.id)})
+    except Exception:
+        log.exception("storing a shared upload failed", extra={"document_id": str(doc.id)})
+        _mark_unstored(uow, doc.id)
+        raise
+    return Accepted(doc, recipients=users)
+
+
+def accept_shared_presigned(intake: Intake, p: Principal, req: SharePresignRequest) -> Accepted:
+    """POST /pools/uploads: the presigned variant; the parse stage sniffs what arrives, as for any upload."""
+    uow, store, settings = intake.uow, intake.store, intake.settings
+    check_sharer(p)
+    users = check_recipients(req.recipients, settings.pool_max_recipients)
+    if req.size is not None and req.size > settings.max_upload_bytes:
+        raise _ceiling_error(settings)
+    req = req.model_copy(update={"filename": display_name(req.filename)})
+    kb_family_by_name(req.filename)
+    with uow() as conn:
+        kb, config = _check_shareable(conn, intake, p, users)
+        _validate_override(kb, config, req.ingestion)
+        key = rag_key(kb.collection_name, req.filename)
+        doc = _share_row(conn, p, kb, users, req.filename, key, req, req.size, None)
+    try:
+        upload = store.presigned_post(
+            incoming_key(doc.id, req.filename),
+            max_bytes=settings.max_upload_bytes,
+            expires_in=settings.presign_expires_seconds,
+            metadata={"document-id": str(doc.id)},
+        )
+    except Exception:
+        _mark_unstored(uow, doc.id)
+        raise
+    return Accepted(doc, upload, recipients=users)

@@ -20,6 +20,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from sluice.access import resolve_collection
+from sluice.access.shared import search_scope
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
@@ -158,9 +159,11 @@ def operator_bases(conn: Connection, p: Principal, collection: str) -> list[Know
 def _gather(conn: Connection, p: Principal, collections: Sequence[str], query: str, flt: ChunkFilter,
             limit: int, embedder_for: EmbedderFor,
             bases_for: BasesFor | None) -> tuple[list[Candidate], dict[str, Plan]]:
-    resolve = bases_for or resolve_collection
     # Resolve every collection before touching any: one out of reach refuses all (R-ACC-3).
-    scopes = {name: resolve(conn, p, name) for name in dict.fromkeys(collections)}
+    if bases_for is None:
+        scopes = {name: resolve_collection(conn, p, name, shared=True) for name in dict.fromkeys(collections)}
+    else:
+        scopes = {name: bases_for(conn, p, name) for name in dict.fromkeys(collections)}
     vectors: dict[EmbeddingSpec, list[float]] = {}
     found: list[Candidate] = []
     plans: dict[str, Plan] = {}
@@ -168,7 +171,8 @@ def _gather(conn: Connection, p: Principal, collections: Sequence[str], query: s
         spec = bases[0].embedding_spec()
         if spec not in vectors:
             vectors[spec] = embedder_for(spec).embed_query(query)
-        scope = [BaseScope(b.id, b.org_id) for b in bases]
+        # A recipients base is reached only as the caller's share; the operator reads every base whole.
+        scope = search_scope(p, bases) if bases_for is None else [BaseScope(b.id, b.org_id) for b in bases]
         got, plans[name] = find_candidates(conn, name, vector=vectors[spec], text=query, scope=scope,
                                              limit=limit, filters=flt)
         found += got
@@ -214,8 +218,7 @@ def diagnostic(conn: Connection, p: Principal, req: DiagnosticRequest,
 
 def filter_values(conn: Connection, p: Principal, collection: str) -> list[str]:
     """R-SRCH-5: the organizational units present in the collection, under the caller's scope."""
-    bases = resolve_collection(conn, p, collection)
-    scope = [BaseScope(b.id, b.org_id) for b in bases]
+    scope = search_scope(p, resolve_collection(conn, p, collection, shared=True))
     return organizational_units(conn, collection, scope)
 
 

@@ -17,6 +17,7 @@ RESERVED = frozenset({"all"})
 SCHEMA_TABLES = frozenset({
     "knowledge_bases", "knowledge_base_grants", "documents", "collection_teardowns", "schema_migrations",
     "upload_quotas", "upload_events",
+    "document_recipients",
 })
 
 

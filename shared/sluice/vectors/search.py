@@ -111,10 +111,15 @@ Strategy = Literal["exact", "hnsw", "hnsw_iterative"]
 
 @dataclass(frozen=True)
 class BaseScope:
-    """One knowledge base the caller reaches, as resolved: its id and its tenant."""
+    """One knowledge base the caller reaches, as resolved: its id and its tenant.
+
+    ``recipient``: the caller reaches only the documents of this base shared with
+    that user in its tenant (a recipients base, R-ACC-6), checked in the same WHERE.
+    """
 
     kb_id: uuid.UUID
     org_id: str | None
+    recipient: str | None = None
 
 
 @dataclass(frozen=True)
@@ -197,8 +202,24 @@ def scope_clause(scope: Sequence[BaseScope], flt: ChunkFilter = NO_FILTER) -> tu
     """
     tenants = sorted({b.org_id for b in scope if b.org_id is not None})
     allow_untenanted = any(b.org_id is None for b in scope)
-    parts: list[sql.Composable] = [sql.SQL("kb_id = ANY(%(scope_kb_ids)s)")]
-    params: dict[str, Any] = {"scope_kb_ids": sorted({b.kb_id for b in scope})}
+    whole = sorted({b.kb_id for b in scope if b.recipient is None})
+    shared = [b for b in scope if b.recipient is not None]
+    params: dict[str, Any] = {"scope_kb_ids": whole}
+    bases: list[sql.Composable] = [sql.SQL("kb_id = ANY(%(scope_kb_ids)s)")]
+    for i, b in enumerate(shared):
+        # R-ACC-6: a recipients base reaches only the documents shared with the caller in its tenant.
+        # A semi-join on the recipients table in the WHERE both sides of the pool share, so it holds
+        # before either top-k is taken (R-SRCH-3).
+        bases.append(sql.SQL(
+            "(kb_id = %({k})s AND org_id = %({o})s AND document_id IN ("
+            "SELECT r.document_id FROM document_recipients r WHERE r.user_id = %({u})s AND r.org_id = %({o})s))"
+        ).format(k=sql.SQL(f"scope_shared_kb_{i}"), o=sql.SQL(f"scope_shared_org_{i}"),
+                 u=sql.SQL(f"scope_shared_user_{i}")))
+        params[f"scope_shared_kb_{i}"] = b.kb_id
+        params[f"scope_shared_org_{i}"] = b.org_id
+        params[f"scope_shared_user_{i}"] = b.recipient
+    parts: list[sql.Composable] = [
+        bases[0] if len(bases) == 1 else sql.SQL("(") + sql.SQL(" OR ").join(bases) + sql.SQL(")")]
     tenant_checks: list[sql.Composable] = []
     if tenants:
         tenant_checks.append(sql.SQL("org_id = ANY(%(scope_tenants)s)"))
