@@ -117,6 +117,8 @@ KNOWN = [
 UNTARGETED = {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/rag/embedding-models"), ("POST", "/kb"),
               ("GET", "/rag/text-search-languages"),
               ("GET", "/kb"), ("GET", "/rag/collections"), ("GET", "/rag/supported-formats")}
+# R-ACC-6: sharing into private pools names no base; tests/e2e/test_shared_pools_http.py checks them.
+UNTARGETED |= {("POST", "/pools/documents"), ("POST", "/pools/uploads"), ("GET", "/pools/documents")}
 PARAMS = {"kb_id", "doc_id", "name", "user_id"}
 
 TEMPLATE_ROUTES = {(r.method, r.path) for r in parse(ROOT / "template.yaml").routes()}
