@@ -67,8 +67,14 @@ def presign_upload(kb_id: str, body: Annotated[PresignRequest, Body()]) -> Respo
     return respond(202, presigned_view(taken))
 
 
+_ALL_OR_NOTHING = ("Stored, parsed and embedded once; read by exactly its recipients. All or nothing: when any "
+                   "recipient's pool is full the answer is 409 DOC_CAP_REACHED with details.recipients naming "
+                   "each full one (429 RATE_LIMIT_EXCEEDED naming those over a limit), and nothing is written "
+                   "for anyone.")
+
+
 @app.post("/pools/documents", summary="Share a document into several users' private pools (R-ACC-6)",
-          responses=accepted(SharedAcceptedOut))
+          description=_ALL_OR_NOTHING, responses=accepted(SharedAcceptedOut))
 def share_document(
     file: Annotated[UploadFile, File(description="The document.")],
     recipients: Annotated[str, Form(description="User ids of your organization: a JSON array, or separated by "
@@ -95,7 +101,7 @@ def share_document(
 
 
 @app.post("/pools/uploads", summary="A presigned POST for a document shared into several private pools",
-          responses=accepted(SharedPresignedAcceptedOut))
+          description=_ALL_OR_NOTHING, responses=accepted(SharedPresignedAcceptedOut))
 def share_presigned(body: Annotated[SharePresignRequest, Body()]) -> Response[SharedPresignedAcceptedOut]:
     p = principal(app)
     taken = accept_shared_presigned(intake(), p, body)
