@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from sluice.access.resolve import RECIPIENTS
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.documents import Document
@@ -54,6 +55,11 @@ def on_inbox_event(ctx: StageContext, event: ObjectEvent) -> None:
         kb = kb_repo.get(conn, kb_id)
         if kb is None:
             log.warning("ignoring an inbox object for a base that does not exist", extra={"kb_id": str(kb_id)})
+            return
+        if kb.scope == RECIPIENTS:
+            # R-ACC-6: a shared pool's documents are read by their recipients, which a drop names none of.
+            log.warning("ignoring an inbox object for a shared pool: share through POST /pools/documents",
+                        extra={"kb_id": str(kb_id)})
             return
         doc_repo.lock_address(conn, kb_id, source_path)
         rows = doc_repo.by_address(conn, kb_id, source_path)

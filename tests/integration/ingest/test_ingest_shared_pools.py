@@ -322,3 +322,15 @@ def test_a_shared_archive_shares_each_member_with_the_same_recipients(harness: H
         for m in members:
             assert recipient_repo.of(conn, m["id"]) == ["r2", "r3"]
         assert recipient_repo.shared_with(conn, "r2") == 3
+
+
+def test_an_inbox_drop_into_a_shared_pool_opens_nothing(harness: Harness):
+    # A drop names no recipients: in a shared pool it would be a document nobody may read or delete
+    doc_id = share(harness, b"words", ["r1"])
+    kb_id = harness.document(doc_id).kb_id
+    key = f"inbox/{kb_id}/dropped.txt"
+    harness.s3.put_object(Bucket=harness.bucket, Key=key, Body=paragraphs(2))
+    harness.deliver(("ingest", harness.object_event(key)))
+    with transaction() as conn:
+        rows = conn.execute("SELECT count(*) AS n FROM documents WHERE kb_id = %s", (kb_id,)).fetchone()["n"]
+    assert rows == 1
