@@ -464,7 +464,12 @@ def find_candidates(
     if iterative is None or not facts.iterative_scan:
         iterative = facts.iterative_scan
     where, params = scope_clause(scope, filters)
-    if strategy is None:
+    if strategy is None and any(b.recipient is not None for b in scope):
+        # R-ACC-6: a recipient reaches at most their private pool's cap of documents in a shared pool, so
+        # scoring them all is exact and cheap (found through the document btree), whatever the planner
+        # estimates for the semi-join; a graph walk would filter a tiny fraction of a large table.
+        plan = Plan("exact", None, 1.0)
+    elif strategy is None:
         plan = choose_plan(conn, collection, where, params, limit, iterative=iterative, table_rows=facts.rows)
     elif strategy == "exact":
         plan = Plan("exact", None, 1.0)
