@@ -254,33 +254,38 @@ def fail_interrupted(uow: UnitOfWork) -> int:
 
 def run_job(res: ChatResources, job: AttachmentJob, time_left: TimeLeft) -> None:
     """Advance one attachment as far as the time allows; send a continuation if it is not done."""
+    stage = "reading"
     try:
         with res.uow() as conn:
             attachment = repo.attachment_by_id(conn, job.attachment_id)
             file = repo.file_by_id(conn, attachment.file_id, with_text=True) if attachment is not None else None
         if attachment is None or file is None or not attachment.is_current(job.attempt):
             return
+        stage = attachment.status
         if attachment.status == "reading":
             if not _grade(res, attachment, file):
                 return
             attachment = _reload(res, job)
+            stage = attachment.status
         if attachment.status == "indexing":
             if not _index(res, attachment, file, time_left):
                 res.send_job(job.message())
                 return
             attachment = _reload(res, job)
+            stage = attachment.status
         if attachment.status == "summarizing" and not _summarize(res, attachment, file, time_left):
             res.send_job(job.message())
     except StaleAttachment:
         return
     except Exception as exc:
         if _final(exc):
-            _fail(res, job, _summary(exc))
+            _fail(res, job, _summary(exc, stage))
             return
         log.warning("attachment work failed; the queue will deliver it again", exc_info=exc,
-                    extra={"attachment_id": str(job.attachment_id)})
+                    extra={"attachment_id": str(job.attachment_id), "stage": stage})
         with res.uow() as conn:
-            repo.update_attachment(conn, job.attachment_id, expect_attempt=job.attempt, last_failure=_summary(exc))
+            repo.update_attachment(conn, job.attachment_id, expect_attempt=job.attempt,
+                                   last_failure=_summary(exc, stage))
         raise
 
 
@@ -299,13 +304,13 @@ def _final(exc: BaseException) -> bool:
     return isinstance(exc, SluiceError) and 400 <= exc.status < 500
 
 
-def _summary(exc: BaseException) -> str:
-    """The attachment's error_message: Sluice's own refusal whole, anything else named by its type."""
+def _summary(exc: BaseException, stage: str) -> str:
+    """The attachment's error_message: Sluice's own refusal whole, anything else named by its type and step."""
     if isinstance(exc, SluiceError) and 400 <= exc.status < 500:
         return exc.message
     kind = exc.kind if isinstance(exc, EmbeddingCallError | ChatModelError) else type(exc).__name__
-    return (f"The attachment could not be indexed ({kind}) - attach the file again; if it fails again, "
-            "the worker log has the full error.")
+    return (f"The attachment could not be processed ({kind} while {stage}) - attach the file again; if it "
+            "fails again, the worker log has the full error.")
 
 
 def _fail(res: ChatResources, job: AttachmentJob, message: str) -> None:

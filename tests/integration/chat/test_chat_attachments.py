@@ -90,7 +90,8 @@ def test_a_40_page_pdf_is_indexed_summarised_and_answers_a_pinpoint_question(cha
     assert f"({'report.pdf'}, p. 23)" in ctx.block
     # AND the block is in R-CHAT-3's order: fence, overview, excerpts, question
     fence, overview_at = ctx.block.index(assembly.FENCE), ctx.block.index("[Document: report.pdf]\nOverview")
-    excerpts_at, question_at = ctx.block.index("Excerpts relevant to the question:"), ctx.block.rindex(PINPOINT_QUESTION)
+    excerpts_at = ctx.block.index("Excerpts relevant to the question:")
+    question_at = ctx.block.rindex(PINPOINT_QUESTION)
     assert fence < overview_at < excerpts_at < question_at
     assert PLANTED.split()[0] in ctx.block
 
