@@ -11,7 +11,7 @@ from sluice.chat.conversations import NewConversation
 from sluice.errors import NotFoundError
 from tests.chat_samples import report_pdf
 from tests.fakes import FakeEmbedder
-from tests.integration.chat.conftest import ALICE, MALLORY, words
+from tests.integration.chat.conftest import ALICE, MALLORY
 from tests.unit.parsing.parsing_samples import png_bytes
 
 
