@@ -176,6 +176,7 @@ class FakeChatServer(ThreadingHTTPServer):
         self.calls: dict[str, int] = {"map": 0, "reduce": 0, "final": 0}
         self.hold = threading.Event()
         self.hold.set()
+        self.arrived = 0  # calls received, held or not
         self.lock = threading.Lock()
 
     @property
@@ -200,6 +201,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.server.lock:
+            self.server.arrived += 1
         self.server.hold.wait()
         system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
         user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
