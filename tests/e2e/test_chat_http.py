@@ -90,7 +90,8 @@ def test_a_300_word_note_is_full_text_and_read_verbatim(runtime, client_for):
     assert att["status"] == "full_text" and att["tier"] == "small" and att["label"] == "full_text"
     assert 300 <= att["tokens"] <= 4000
     body = context(api, cid, "What did the committee review?")
-    assert body["context"] == f"{FENCE}\n\n[Document: notes.md]\nFull text:\n{note}\n\n---\n\nWhat did the committee review?"
+    expected = f"{FENCE}\n\n[Document: notes.md]\nFull text:\n{note}\n\n---\n\nWhat did the committee review?"
+    assert body["context"] == expected
     trace = body["trace"]
     assert trace["searched"] is False and trace["count"] == 0
     assert trace["attachments"][0]["tier"] == "small" and trace["attachments"][0]["tokens_contributed"] > 300
