@@ -206,6 +206,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self.server.hold.wait()
         system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
         user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
+        if isinstance(user, list):  # a vision call: text parts and image parts
+            user = " ".join(part.get("text", "") for part in user if part.get("type") == "text")
         kind = FakeChatServer.kind_of(system)
         with self.server.lock:
             self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body,

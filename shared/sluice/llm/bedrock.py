@@ -6,6 +6,7 @@ Converse takes the same message shape for every model Bedrock serves, so the con
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from botocore.exceptions import (
@@ -27,7 +28,7 @@ from sluice.errors import (
     ChatModelUnavailableError,
 )
 from sluice.llm.openai import DEFAULT_RETRY
-from sluice.llm.protocol import Completion
+from sluice.llm.protocol import Completion, Image
 from sluice.llm.refusal import refuse, wait_before_retry
 
 _AUTH = frozenset({"AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException",
@@ -45,7 +46,9 @@ class BedrockChatModel:
         self._client = client
         self._retry = retry or DEFAULT_RETRY
 
-    def complete(self, system: str, prompt: str, *, max_tokens: int) -> Completion:
+    def complete(self, system: str, prompt: str, *, max_tokens: int, images: Sequence[Image] = ()) -> Completion:
+        content: list[dict[str, Any]] = [{"text": prompt}]
+        content += [{"image": {"format": image.format, "source": {"bytes": image.data}}} for image in images]
         deadline = Deadline(self._retry)
         attempt = 0
         while True:
@@ -56,7 +59,7 @@ class BedrockChatModel:
                 response = self._client.converse(
                     modelId=self.model,
                     system=[{"text": system}],
-                    messages=[{"role": "user", "content": [{"text": prompt}]}],
+                    messages=[{"role": "user", "content": content}],
                     inferenceConfig={"maxTokens": max_tokens, "temperature": 0},
                 )
             except ClientError as exc:

@@ -3,6 +3,8 @@ vLLM, LM Studio…), over the embedding package's guarded HTTP client and with i
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -19,7 +21,7 @@ from sluice.errors import (
     ChatModelResponseError,
     ChatModelUnavailableError,
 )
-from sluice.llm.protocol import Completion
+from sluice.llm.protocol import Completion, Image
 from sluice.llm.refusal import refuse, wait_before_retry
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -57,10 +59,10 @@ class OpenAIChatModel:
                    f"reading secret {self._secret_id!r} failed", exc)
         return {"Authorization": f"Bearer {key}"}
 
-    def complete(self, system: str, prompt: str, *, max_tokens: int) -> Completion:
+    def complete(self, system: str, prompt: str, *, max_tokens: int, images: Sequence[Image] = ()) -> Completion:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": _content(prompt, images)}],
             "max_tokens": max_tokens,
             "temperature": 0,
         }
@@ -117,6 +119,17 @@ class OpenAIChatModel:
             refuse(ChatModelResponseError, self.provider, self.model,
                    f"POST {self._url}: the completion holds no text", attempts=attempts)
         return Completion(text=text.strip(), truncated=choice.get("finish_reason") == "length")
+
+
+def _content(prompt: str, images: Sequence[Image]) -> str | list[dict[str, Any]]:
+    """The user message's content: the text alone, or the text then each image as a data URL."""
+    if not images:
+        return prompt
+    parts: list[dict[str, Any]] = [{"type": "text", "text": prompt}]
+    for image in images:
+        url = f"data:{image.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts
 
 
 def _within(timeout: httpx.Timeout, deadline: Deadline) -> httpx.Timeout:

@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from sluice.config import get_settings
 from sluice.embedding.backoff import RetryPolicy
 from sluice.errors import ChatModelAuthenticationError, ChatModelRefusedError, ChatModelUnavailableError
-from sluice.llm import BedrockChatModel, build_chat_model
+from sluice.llm import BedrockChatModel, Image, build_chat_model
 
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 
@@ -72,3 +72,10 @@ def test_the_settings_build_a_bedrock_model_with_the_injected_client():
     settings = get_settings().model_copy(update={"chat_model_provider": "bedrock", "chat_model": MODEL})
     built = build_chat_model(settings, bedrock_client=client)
     assert isinstance(built, BedrockChatModel) and built.model == MODEL
+
+
+def test_images_go_after_the_text_as_image_blocks():
+    client = FakeBedrock(reply("a bar chart of revenue by quarter"))
+    bedrock(client).complete("Describe the image.", "page 3", max_tokens=100, images=[Image(b"png-bytes")])
+    assert client.calls[0]["messages"] == [{"role": "user", "content": [
+        {"text": "page 3"}, {"image": {"format": "png", "source": {"bytes": b"png-bytes"}}}]}]

@@ -15,7 +15,7 @@ from sluice.errors import (
     ChatModelResponseError,
     ChatModelUnavailableError,
 )
-from sluice.llm import OpenAIChatModel, build_chat_model
+from sluice.llm import Image, OpenAIChatModel, build_chat_model, chat_model_for
 from sluice.llm.build import ChatModelSettingError
 from tests.fakes import FakeChatServer, Reply, serving
 
@@ -108,3 +108,29 @@ def test_the_deployment_settings_choose_the_model():
                                                      "chat_model_base_url": "file:///etc/passwd"}))
     built = build_chat_model(settings.model_copy(update={"chat_model_provider": "openai", "chat_model": "m"}))
     assert isinstance(built, OpenAIChatModel) and built.model == "m"
+
+
+def test_images_go_after_the_text_as_data_urls(server):
+    # The vision call of image description (issue 18) uses the same protocol.
+    png = b"\x89PNG\r\n\x1a\nfake-bytes"
+    completion = model(server).complete("Describe the image.", "<<< page 3 >>>", max_tokens=50,
+                                        images=[Image(png), Image(b"\xff\xd8jpeg", "jpeg")])
+    assert completion.text
+    [request] = server.requests
+    assert request["body"]["messages"][1] == {"role": "user", "content": [
+        {"type": "text", "text": "<<< page 3 >>>"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgpmYWtlLWJ5dGVz"}},
+        {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9hqcGVn"}},
+    ]}
+
+
+def test_a_model_from_plain_values_keeps_the_endpoint_guard(server):
+    # A collection's own choice (issue 18) is built from plain values, through the same guarded client.
+    built = chat_model_for("openai", "vision-model", base_url=server.base_url)
+    with pytest.raises(ChatModelRefusedError):
+        built.complete("s", "u", max_tokens=5)
+    assert server.requests == []
+    with pytest.raises(ChatModelSettingError):
+        chat_model_for("openai", "vision-model", base_url="ftp://example.com")
+    with pytest.raises(ChatModelSettingError):
+        chat_model_for("mystery", "vision-model")
