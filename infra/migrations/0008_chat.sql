@@ -27,6 +27,8 @@ CREATE TABLE chat_files (
     created_at     timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX chat_files_user_idx ON chat_files (user_id, created_at DESC);
+-- The reaper settles presigned uploads that never arrived (sluice.chat.recovery).
+CREATE INDEX chat_files_pending_idx ON chat_files (created_at) WHERE status = 'pending';
 CREATE INDEX chat_files_message_idx ON chat_files (message_id) WHERE message_id IS NOT NULL;
 
 CREATE TABLE conversations (
@@ -76,12 +78,15 @@ CREATE TABLE chat_attachments (
     error_message    text,
     -- What the last failed delivery met; the dead-letter handler makes it the error.
     last_failure     text,
+    -- The attempt the reaper resumed once (sluice.chat.recovery): idle again after that, it fails.
+    redriven_attempt integer,
     registered_document_id uuid,
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX chat_attachments_conversation_idx ON chat_attachments (conversation_id, created_at);
--- The local runtime fails what a restart interrupted (sluice.chat.lifecycles.fail_interrupted).
+-- The local runtime fails what a restart interrupted (sluice.chat.attachments.fail_interrupted), and
+-- the reaper finds work that stalled (sluice.chat.recovery).
 CREATE INDEX chat_attachments_working_idx ON chat_attachments (status)
     WHERE status IN ('reading', 'indexing', 'summarizing');
 

@@ -104,6 +104,11 @@ def chat_model() -> ChatModel | None:
     return _chat_model_for(s.chat_model_provider, s.chat_model, s.chat_model_base_url, s.chat_model_secret_id)
 
 
+def chat_queue_backlog() -> bool:
+    """Whether the chat queue holds messages no worker has taken (the reaper waits for them)."""
+    return JobQueue(aws.client("sqs"), get_settings().chat_queue_url).waiting() > 0
+
+
 def chat_resources() -> ChatResources:
     """What the chat routes and worker need; settings as they are now, adapters built once."""
     from sluice.chat.resources import ATTACHMENT_EMBEDDING, ChatResources

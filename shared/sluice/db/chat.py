@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -76,6 +76,7 @@ class Attachment:
     partial_summaries: list[str]
     error_message: str | None
     last_failure: str | None
+    redriven_attempt: int | None
     registered_document_id: uuid.UUID | None
     created_at: datetime | None
     updated_at: datetime | None
@@ -280,3 +281,36 @@ def fail_working_attachments(conn: Connection, message: str) -> int:
         " progress_total = NULL, updated_at = now() WHERE status IN ('reading', 'indexing', 'summarizing')",
         (message,))
     return cur.rowcount
+
+
+# --- the reaper (sluice.chat.recovery) ----------------------------------------------------------
+
+def stale_attachments(conn: Connection, *, idle_for: timedelta, limit: int) -> list[Attachment]:
+    """Attachments still at work that nothing has changed for ``idle_for``, the longest idle first."""
+    rows = conn.execute(
+        f"SELECT {_ATTACHMENT_FIELDS} FROM chat_attachments WHERE status IN ('reading', 'indexing', 'summarizing')"
+        " AND updated_at < now() - %s ORDER BY updated_at, id LIMIT %s",
+        (idle_for, limit),
+    ).fetchall()
+    return [Attachment(**r) for r in rows]
+
+
+def settle_stale_attachment(conn: Connection, attachment: Attachment, **values: Any) -> bool:
+    """Set ``values`` (and ``updated_at``) only if the row is exactly as the reaper read it."""
+    sets = ", ".join([*(f"{k} = %({k})s" for k in values), "updated_at = now()"])
+    cur = conn.execute(
+        f"UPDATE chat_attachments SET {sets} WHERE id = %(_id)s AND attempt = %(_attempt)s"
+        " AND status = %(_status)s AND updated_at = %(_updated_at)s",
+        {**values, "_id": attachment.id, "_attempt": attachment.attempt, "_status": attachment.status,
+         "_updated_at": attachment.updated_at})
+    return cur.rowcount > 0
+
+
+def stale_pending_files(conn: Connection, *, older_than: timedelta, limit: int) -> list[ChatFile]:
+    """Presigned uploads still waiting for their bytes after ``older_than``, the oldest first."""
+    rows = conn.execute(
+        f"SELECT {_FILE_META} FROM chat_files WHERE status = 'pending' AND created_at < now() - %s"
+        " ORDER BY created_at, id LIMIT %s",
+        (older_than, limit),
+    ).fetchall()
+    return [ChatFile(**r) for r in rows]
