@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.test_schemathesis import r_err_1
+from tests.e2e.error_shape import r_err_1
 
 pytestmark = pytest.mark.e2e
 

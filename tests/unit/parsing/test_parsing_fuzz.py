@@ -26,7 +26,7 @@ from tests.unit.parsing.fuzzing import (
     seeds,
 )
 
-EXAMPLES_PER_FORMAT = 25  # in this process: milliseconds each
+EXAMPLES_PER_FORMAT = 15  # in this process: milliseconds each
 ISOLATED_PER_FORMAT = 1  # through the parse child: half a second each, most of it the interpreter's start
 
 
