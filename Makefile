@@ -140,11 +140,11 @@ build: install $(SAM)
 		$(SAM) build --build-in-source --build-dir $(BUILD_DIR)
 	touch $(BUILD_DIR)/template.yaml
 
-# What a build is made of: `check-build` builds again only when one of these changed (a build takes
-# minutes, most of them pip's).
+# What a build is made of (sluice/local stays out of the layer): `check-build` builds again only when
+# one of these changed (a build takes minutes, most of them pip's).
 BUILD_INPUTS := template.yaml Makefile pyproject.toml shared/sluice/embedding/export.py \
 	$(shell find functions layers shared/sluice infra/migrations infra/catalog infra/openapi.json -type f \
-		-not -path '*/__pycache__/*' -not -path 'shared/sluice/_models/*' 2>/dev/null)
+		-not -path '*/__pycache__/*' -not -path 'shared/sluice/_models/*' -not -path 'shared/sluice/local/*' 2>/dev/null)
 $(BUILD_DIR)/template.yaml: $(BUILD_INPUTS)
 	$(MAKE) --no-print-directory build
 

@@ -1,4 +1,5 @@
-"""The `sam build` output, and the local services its handlers run against (tests/built).
+"""The `sam build` output, and the local services its handlers run against (tests/built), as
+`sam local invoke` runs a function in its container (README "Testing with sam local").
 
 `make check-build` builds first (SAM CLI, python3.12) and then runs these tests; run alone, they
 skip with a sentence where there is no build or no python3.12.
@@ -6,18 +7,18 @@ skip with a sentence where there is no build or no python3.12.
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import io
 import json
 import os
 import shutil
 import subprocess
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,60 +155,62 @@ def opt_of(build: Build, tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
-def stack(pg_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The local services (`sluice local up`'s moto and embedded PostgreSQL, its resources and
-    wiring) without its pumps: the built handlers, not the in-process ones, do the work."""
-    from sluice.local.runtime import LocalRuntime
-
-    admin = pg_server.get_uri()
-    name = f"built_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The local stack as `sluice local up --expose 127.0.0.1 --no-pumps` runs it (its own embedded
+    PostgreSQL, on TCP with its password, and moto), then `sluice local seed-events`: the built
+    handlers, not the in-process ones, do the work."""
+    from sluice.cli import main
+    from sluice.local.runtime import LocalRuntime, free_port
 
     rt = LocalRuntime(root=ROOT, data_dir=tmp_path_factory.mktemp("stack"), api_port=0, pumps=False,
-                      database_url=make_conninfo(**{**conninfo_to_dict(admin), "dbname": name}))
+                      expose="127.0.0.1", pg_port=free_port())
     rt.start()
-    yield rt
-    rt.stop()
+    try:
+        assert main(["local", "seed-events", "--data-dir", str(rt.data_dir)]) == 0
+        yield rt
+    finally:
+        rt.stop()
 
 
-def lambda_environment(stack: Any, function: str, opt: Path, scratch: Path) -> dict[str, str]:
-    """What Lambda gives a function: its template variables (resolved as the local runtime resolves
-    them, /opt meaning this function's merged layers), the runtime's own variables, credentials for
-    moto, and nothing of this process's environment."""
-    from sluice.local.template import function_environment
+@pytest.fixture(scope="session")
+def env_json(stack: Any) -> dict[str, dict[str, str]]:
+    """What `sluice local env --for-sam --host 127.0.0.1` writes for this stack."""
+    from sluice.cli import main
 
-    fn = stack.template.functions[function]
-    resolved = function_environment(stack.template, stack.resolve, os.environ)
-    env = {name: resolved[name] for name in fn.environment}
-    env["DATABASE_URL"] = stack.database_url
-    env = {k: v.replace("/opt/", f"{opt}/") if v.startswith("/opt/") else v for k, v in env.items()}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["local", "env", "--for-sam", "--host", "127.0.0.1", "--data-dir", str(stack.data_dir)]) == 0
+    loaded: dict[str, dict[str, str]] = json.loads(out.getvalue())
+    return loaded
+
+
+def container_environment(variables: dict[str, str], function: str, opt: Path, task_root: Path,
+                          scratch: Path) -> dict[str, str]:
+    """What `sam local invoke --env-vars env.json` gives a function's container: the variables the
+    file sets for it (``/opt`` being where the container mounts its layers, here their merged
+    folder), the runtime's own, and credentials (any: moto checks none), nothing of this process's."""
+    env = {k: f"{opt}/{v[len('/opt/'):]}" if v.startswith("/opt/") else v for k, v in variables.items()}
     env.update({
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "TZ": ":UTC",
-        "HOME": str(scratch), "TMPDIR": str(scratch),
-        "LAMBDA_TASK_ROOT": str(scratch), "AWS_LAMBDA_FUNCTION_NAME": function,
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024", "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+        "HOME": str(scratch), "TMPDIR": str(scratch), "LAMBDA_TASK_ROOT": str(task_root),
+        "AWS_LAMBDA_FUNCTION_NAME": function, "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024",
+        "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12", "AWS_SAM_LOCAL": "true",
         "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-        "AWS_ENDPOINT_URL": stack.moto_url,
-        "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
     })
     return env
 
 
 @pytest.fixture(scope="session")
-def invoke_built(build: Build, python312: str, lambda_runtime: Path, opt_of, stack,
+def invoke_built(build: Build, python312: str, lambda_runtime: Path, opt_of, env_json,
                  tmp_path_factory: pytest.TempPathFactory):
-    """``invoke_built(function, event)``: the built handler's result (``event=None``: import only)."""
-    def invoke(function: str, event: dict[str, Any] | None, env: dict[str, str] | None = None) -> Any:
+    """``invoke_built(function, event)``: the built handler's result (``event=None``: import only),
+    run with exactly the variables env.json sets for the function."""
+    def invoke(function: str, event: dict[str, Any] | None) -> Any:
         fn = build.functions[function]
         opt = opt_of(function)
         scratch = tmp_path_factory.mktemp(f"tmp-{function}")
-        environment = env if env is not None else lambda_environment(stack, function, opt, scratch)
-        environment = {**environment, "LAMBDA_TASK_ROOT": str(fn.code), "TMPDIR": str(scratch),
-                       "HOME": str(scratch)}
+        environment = container_environment(env_json[function], function, opt, fn.code, scratch)
         request = {"task_root": str(fn.code), "opt": str(opt), "runtime": str(lambda_runtime),
                    "handler": fn.handler, "function": function, "memory": fn.memory, "timeout": fn.timeout,
                    "event": event, "mark": MARK}
