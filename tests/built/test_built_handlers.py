@@ -30,7 +30,7 @@ def test_every_handler_imports_with_only_its_layers(build: Build, invoke_built):
     for name in sorted(build.functions):
         loaded = invoke_built(name, None)
         assert loaded["imported"] == "app"
-        if name not in ("EmbedFunction", "SearchFunction"):
+        if name not in ("EmbedFunction", "SearchFunction", "ChatFunction", "ChatWorkerFunction"):
             assert "onnxruntime" not in loaded["modules"] and "numpy" not in loaded["modules"], name
 
 
