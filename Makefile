@@ -9,7 +9,8 @@ export HF_HUB_OFFLINE := 1
 # Where `sluice model export` writes by default and the local provider reads (inside the venv).
 MODEL  := $(VENV)/share/sluice/models/all-MiniLM-L6-v2/model.onnx
 
-.PHONY: install reference run test lint typecheck bench build clean build-SluiceLayer load-smoke
+.PHONY: install reference run test lint typecheck bench build check-build sam clean load-smoke \
+	build-SluiceLayer build-DepsLayer build-ModelLayer
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -116,16 +117,99 @@ bench: reference
 	$(BIN)/pip install --quiet --no-deps "langchain-postgres==0.0.19"  # see the bench extra in pyproject.toml
 	@echo "see bench/README.md: one command per figure"
 
-build:
-	sam build
+# --- the Lambda build ----------------------------------------------------------------------------
+# SAM CLI in a venv of its own (its pins would fight the project's). python3.12 is the functions'
+# runtime: SAM's python3.12 builder wants it on PATH, the layers are installed for it, and the
+# built-artifact test runs the handlers on it; pyenv's serves where PATH has none.
+SAM_VENV ?= .venv-sam
+SAM      ?= $(SAM_VENV)/bin/sam
+BUILD_DIR ?= .aws-sam/build
+LAMBDA_PYTHON ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
+	"$$p" -c 'import sys; print(sys.executable)' 2>/dev/null && break; done)
+# Flags for the model the embed and search functions serve (empty: fp32, as `make install` exports it,
+# so Lambda's vectors are the laptop's; README "Deploying" has the sizes that allow it).
+LAMBDA_MODEL_EXPORT ?=
 
-# SAM's makefile build for the SluiceLayer: the package plus its SQL and catalog.
+$(SAM):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/pip install --quiet "aws-sam-cli>=1.120"
+
+sam: $(SAM)
+
+# In the source folder: for a makefile layer SAM would otherwise first copy the whole tree, venvs
+# included (a minute, and a GB of disk, per layer).
+build: install $(SAM)
+	@test -n "$(LAMBDA_PYTHON)" || { echo "make build: no python3.12 (the functions' runtime) on PATH or in ~/.pyenv/versions"; exit 1; }
+	PATH="$(dir $(LAMBDA_PYTHON)):$$PATH" LAMBDA_PYTHON="$(LAMBDA_PYTHON)" \
+		$(SAM) build --build-in-source --build-dir $(BUILD_DIR)
+	touch $(BUILD_DIR)/template.yaml
+
+# What a build is made of (sluice/local stays out of the layer): `check-build` builds again only when
+# one of these changed (a build takes minutes, most of them pip's).
+BUILD_INPUTS := template.yaml Makefile pyproject.toml shared/sluice/embedding/export.py \
+	$(shell find functions layers shared/sluice infra/migrations infra/catalog infra/openapi.json -type f \
+		-not -path '*/__pycache__/*' -not -path 'shared/sluice/_models/*' -not -path 'shared/sluice/local/*' 2>/dev/null)
+$(BUILD_DIR)/template.yaml: $(BUILD_INPUTS)
+	$(MAKE) --no-print-directory build
+
+# boto3 as Lambda's python3.12 runtime ships it (its /var/runtime): the built-artifact test puts it
+# after the layers on sys.path, where the DepsLayer leaves it out.
+LAMBDA_RUNTIME ?= .aws-sam/lambda-runtime
+$(LAMBDA_RUNTIME)/.installed:
+	rm -rf $(LAMBDA_RUNTIME)
+	"$(LAMBDA_PYTHON)" -m pip install --quiet --disable-pip-version-check --target $(LAMBDA_RUNTIME) "boto3>=1.34,<2"
+	touch $@
+
+# The `sam build` output checked (tests/built): each function's layers are the ones it needs, its
+# unzipped size (code + layers) is within Lambda's 250 MB, and the parse, chunk, embed and search
+# handlers run from the build in a bare python3.12 against the local moto and PostgreSQL. Builds
+# first when the sources changed. Without python3.12 it says so and checks nothing.
+check-build: install
+	@if [ -z "$(LAMBDA_PYTHON)" ]; then \
+		echo "check-build: skipped: no python3.12 (the functions' runtime) on PATH or in ~/.pyenv/versions"; \
+	else \
+		$(MAKE) --no-print-directory $(SAM) $(BUILD_DIR)/template.yaml $(LAMBDA_RUNTIME)/.installed && \
+		LAMBDA_PYTHON="$(LAMBDA_PYTHON)" SLUICE_BUILD_DIR="$(BUILD_DIR)" SLUICE_LAMBDA_RUNTIME="$(LAMBDA_RUNTIME)" \
+			$(BIN)/python -m pytest -q tests/built -p no:cacheprovider --basetemp=$${CHECK_BUILD_TMP:-/tmp/sluice-check-build}; \
+	fi
+
+# What the layer builds install with: wheels for Lambda's python3.12 on x86_64 (glibc 2.34), whatever
+# machine builds them, and no .pyc (they would be the build's; SAM's own pip build leaves them out too).
+LAYER_PIP = "$(LAMBDA_PYTHON)" -m pip install --quiet --disable-pip-version-check --no-compile \
+	--target "$(ARTIFACTS_DIR)/python" --implementation cp --python-version 3.12 --only-binary=:all: \
+	--platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64
+
+# SAM's makefile build for the SluiceLayer: the package plus its SQL and catalog. Never a model a
+# developer exported into the package, nor another Python's bytecode.
 build-SluiceLayer:
 	mkdir -p "$(ARTIFACTS_DIR)/python"
 	cp -r shared/sluice "$(ARTIFACTS_DIR)/python/"
-	rm -rf "$(ARTIFACTS_DIR)/python/sluice/local"
+	rm -rf "$(ARTIFACTS_DIR)/python/sluice/local" "$(ARTIFACTS_DIR)/python/sluice/_models"
+	find "$(ARTIFACTS_DIR)/python" -depth -type d -name __pycache__ -exec rm -rf {} +
 	mkdir -p "$(ARTIFACTS_DIR)/python/sluice/_data"
 	cp -r infra/migrations infra/catalog infra/openapi.json "$(ARTIFACTS_DIR)/python/sluice/_data/"
 
+# What every function imports, without the boto3, botocore and s3transfer the Lambda runtime has
+# (aws-xray-sdk requires botocore: 32 MB in each function for nothing).
+build-DepsLayer:
+	$(LAYER_PIP) -r layers/deps/requirements.txt
+	cd "$(ARTIFACTS_DIR)/python" && rm -rf bin boto3 boto3-*.dist-info botocore botocore-*.dist-info \
+		s3transfer s3transfer-*.dist-info
+
+# The local model, for the embed and search functions: its runtime, and the model exported here from
+# the bundled weights (never downloaded at run time) into sluice/_models, where sluice.embedding.local
+# looks without configuration (layers share /opt/python, so the package's folder gains it). Removed,
+# as an InferenceSession never loads them: onnxruntime's converters and tools and its C-API library
+# (35 MB; the Python binding holds the runtime itself), numpy's f2py, and tests (numpy's are 16 MB).
+# The built-artifact test runs the model from this layer.
+build-ModelLayer:
+	$(LAYER_PIP) --no-deps -r layers/model/requirements.txt
+	cd "$(ARTIFACTS_DIR)/python" && rm -rf bin onnxruntime/transformers onnxruntime/tools \
+		onnxruntime/quantization onnxruntime/datasets onnxruntime/capi/libonnxruntime.so.* \
+		numpy/f2py numpy/_pyinstaller
+	find "$(ARTIFACTS_DIR)/python" -depth -type d -name tests -exec rm -rf {} +
+	$(BIN)/sluice model export --out "$(ARTIFACTS_DIR)/python/sluice/_models" $(LAMBDA_MODEL_EXPORT)
+
 clean:
-	rm -rf $(VENV) .sluice .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .sluice .pytest_cache .mypy_cache .ruff_cache

@@ -21,11 +21,11 @@ _lock = threading.Lock()
 
 @lru_cache(maxsize=16)
 def client(service: str) -> Any:
+    retries = Config(retries={"mode": "standard", "max_attempts": 5})
+    config = retries.merge(Config(signature_version="s3v4")) if service == "s3" else retries
     with _lock:
-        return boto3.session.Session().client(
-            service, config=Config(retries={"mode": "standard", "max_attempts": 5}, signature_version="s3v4")
-            if service == "s3" else Config(retries={"mode": "standard", "max_attempts": 5}),
-        )
+        return boto3.session.Session().client(service, endpoint_url=get_settings().aws_endpoint_url or None,
+                                              config=config)
 
 
 def object_store() -> ObjectStore:

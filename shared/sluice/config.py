@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     # Local development: the key the local gateway verifies tokens with. Empty means the one
     # `sluice local up` generates for its data directory (sluice.local.tokens.dev_secret).
     dev_jwt_secret: str = Field("", alias="SLUICE_DEV_JWT_SECRET")
+    # Where every AWS client goes instead of AWS (moto): set only by `sluice local env --for-sam` for
+    # `sam local`, which passes a function only the variables its template declares. Empty on AWS.
+    aws_endpoint_url: str = Field("", alias="SLUICE_AWS_ENDPOINT_URL")
 
     @property
     def max_upload_bytes(self) -> int:

@@ -213,7 +213,9 @@ def _check_scope(p: Principal, scope: str) -> None:
 
 
 def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
-                vault: KeyVault | None = None, default: DefaultEmbedding = DefaultEmbedding()) -> KnowledgeBase:
+                vault: KeyVault | None = None, default: DefaultEmbedding = DefaultEmbedding(),
+                kb_id: uuid.UUID | None = None) -> KnowledgeBase:
+    """A new base; ``kb_id`` only where a fixed id is the point (`sluice local seed-events`)."""
     _check_scope(p, body.scope)
     if body.collection_name is not None:
         name = validate_collection_name(body.collection_name)
@@ -231,7 +233,7 @@ def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
     language = _language_choice(conn, name, body.text_search_language, holders)
     config = validate_collection_config(body.ingestion_config or {}, max_input_tokens=entry.max_input_tokens)
     kb = KnowledgeBase(
-        id=uuid.uuid4(),
+        id=kb_id or uuid.uuid4(),
         name=body.name,
         collection_name=name,
         scope=body.scope,

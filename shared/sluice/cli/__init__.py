@@ -15,7 +15,8 @@ def _local_up(args: argparse.Namespace) -> int:
     from sluice.local.runtime import LocalRuntime
 
     runtime = LocalRuntime(api_port=args.port, moto_port=args.moto_port, pumps=not args.no_pumps,
-                           data_dir=Path(args.data_dir) if args.data_dir else None, concurrency=args.concurrency)
+                           data_dir=Path(args.data_dir) if args.data_dir else None, concurrency=args.concurrency,
+                           expose=args.expose, pg_port=args.pg_port if args.expose else None)
     print("Starting Sluice locally (embedded PostgreSQL, moto, the wiring of template.yaml)...", flush=True)
     runtime.start()
     failed, originals = runtime.recovered
@@ -25,6 +26,13 @@ def _local_up(args: argparse.Namespace) -> int:
           f"s3://{runtime.bucket}/inbox/<kb_id>/report.pdf")
     print(f"pgvector:    {_pgvector_line(runtime.database_url or '')}")
     print(f"Health:      curl {runtime.api_url}/health")
+    if runtime.expose:
+        from sluice.local.expose import PASSWORD_FILE
+
+        print(f"Exposed:     moto and PostgreSQL also listen on {runtime.expose} (moto :{runtime.moto_port}, "
+              f"PostgreSQL :{runtime.pg_port}, user postgres, password in {runtime.data_dir / PASSWORD_FILE}); "
+              "moto answers anyone who reaches it")
+        print("sam local:   sluice local env --for-sam > env.json  (README: Testing with sam local)")
     print("Get a token: sluice local token --user alice")
     print(f"Then:        curl -H \"Authorization: Bearer $TOKEN\" {runtime.api_url}/kb")
     if failed or originals:
@@ -53,6 +61,49 @@ def _pgvector_line(url: str) -> str:
         return version
     # Search still works, with the plan for pgvector before 0.8; production (Aurora) runs 0.8.
     return f"{version} (production runs 0.8: see the README's 'pgvector 0.8' to build it)"
+
+
+def _local_env(args: argparse.Namespace) -> int:
+    import json
+
+    from sluice.local.runtime import project_root
+    from sluice.local.samenv import NotExposedError, for_sam
+
+    data_dir = Path(args.data_dir) if args.data_dir else project_root() / ".sluice"
+    try:
+        env = for_sam(data_dir, args.host)
+    except (FileNotFoundError, NotExposedError) as exc:
+        print(f"sluice local env: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(env, indent=2, sort_keys=True))
+    return 0
+
+
+def _local_seed_events(args: argparse.Namespace) -> int:
+    from sluice import wiring
+    from sluice.config import reset_settings
+    from sluice.db.connection import close_pool
+    from sluice.local.runtime import project_root
+    from sluice.local.samenv import local_environment
+    from sluice.local.seed import seed_events
+
+    root = project_root()
+    data_dir = Path(args.data_dir) if args.data_dir else root / ".sluice"
+    try:
+        os.environ.update(local_environment(data_dir, root))
+    except FileNotFoundError as exc:
+        print(f"sluice local seed-events: {exc}", file=sys.stderr)
+        return 2
+    reset_settings()
+    close_pool()
+    wiring.reset()
+    seeded = seed_events(root)
+    for line in seeded.created:
+        print(f"created  {line}")
+    for line in seeded.present:
+        print(f"present  {line}")
+    print("tests/events/*.json now name rows and objects that exist (README: Testing with sam local).")
+    return 0
 
 
 def _local_token(args: argparse.Namespace) -> int:
@@ -133,7 +184,23 @@ def build_parser() -> argparse.ArgumentParser:
                     help="events of one function that may run at once, as Lambda runs several environments")
     up.add_argument("--no-pumps", action="store_true",
                     help="accept requests but run no stage or schedule (to look at what is queued)")
+    up.add_argument("--expose", nargs="?", const="0.0.0.0", default=None, metavar="ADDRESS",  # noqa: S104
+                    help="also listen on ADDRESS (default 0.0.0.0) for moto and PostgreSQL, which then needs the "
+                         "password in <data-dir>/pg-password: for functions in containers (sam local)")
+    up.add_argument("--pg-port", type=int, default=int(os.environ.get("SLUICE_PG_PORT", "5433")),
+                    help="PostgreSQL's TCP port with --expose")
     up.set_defaults(func=_local_up)
+    env = local.add_parser("env", help="the --env-vars file for `sam local` (every function of template.yaml)")
+    env.add_argument("--for-sam", action="store_true", required=True,
+                     help="SAM CLI's format: {FunctionLogicalId: {VARIABLE: value}}")
+    env.add_argument("--host", default="host.docker.internal",
+                     help="the name containers reach this machine by (Linux: the docker0 address, e.g. 172.17.0.1, "
+                          "or host.docker.internal with sam's --add-host host.docker.internal:host-gateway)")
+    env.add_argument("--data-dir", default=None, help="the data directory of the `local up --expose` (.sluice/)")
+    env.set_defaults(func=_local_env)
+    seed = local.add_parser("seed-events", help="create the bases, documents and objects tests/events/*.json name")
+    seed.add_argument("--data-dir", default=None, help="the data directory of the running `local up` (.sluice/)")
+    seed.set_defaults(func=_local_seed_events)
     token = local.add_parser("token", help="mint a dev token the local gateway accepts")
     token.add_argument("--user", required=True)
     token.add_argument("--org")

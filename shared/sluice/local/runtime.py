@@ -69,13 +69,20 @@ class LambdaContext:
 class LocalRuntime:
     def __init__(self, *, root: Path | None = None, data_dir: Path | None = None, api_port: int = 8787,
                  moto_port: int | None = None, database_url: str | None = None, pumps: bool = True,
-                 host: str = "127.0.0.1", concurrency: int = 4) -> None:
+                 host: str = "127.0.0.1", concurrency: int = 4, expose: str | None = None,
+                 pg_port: int | None = None) -> None:
         self.root = root or project_root()
         self.data_dir = data_dir or self.root / ".sluice"
         self.api_port = api_port
         self.moto_port = moto_port or free_port()
         self.host = host
         self.database_url = database_url
+        # `local up --expose`: PostgreSQL (on pg_port, with a password) and moto also listen on this
+        # address, for functions in containers (sluice/local/expose.py). None: loopback and a socket.
+        if expose and database_url:
+            raise ValueError("--expose runs the embedded PostgreSQL: it cannot expose a database given by URL")
+        self.expose = expose
+        self.pg_port = (pg_port or free_port()) if expose else None
         self.with_pumps = pumps
         self.template: Template = parse(self.root / "template.yaml")
         self.resolve: Resolver | None = None
@@ -112,6 +119,7 @@ class LocalRuntime:
         self._start_postgres()
         self._start_moto()
         self._create_resources()
+        self._write_state()
         self._apply_environment()
         from sluice.db.migrations import migrate
 
@@ -198,6 +206,20 @@ class LocalRuntime:
 
         self._pg = pgserver.get_server(self.data_dir / "pgdata", cleanup_mode="stop")  # type: ignore[attr-defined]
         self.database_url = self._pg.get_uri()
+        if self.expose and self.pg_port:
+            from sluice.local.expose import database_password, expose_postgres
+
+            self.database_url = expose_postgres(self._pg, self.database_url, self.expose, self.pg_port,
+                                                database_password(self.data_dir))
+
+    def _write_state(self) -> None:
+        """What `sluice local env --for-sam` needs of this stack (sluice/local/samenv.py)."""
+        from sluice.local.samenv import function_variables, write_state
+
+        assert self.resolve is not None
+        write_state(self.data_dir, functions=function_variables(self.template, self.resolve, os.environ),
+                    moto_port=self.moto_port, database_url=self.database_url or "", expose=self.expose,
+                    pg_port=self.pg_port)
 
     def _start_moto(self) -> None:
         from moto.server import ThreadedMotoServer
@@ -209,7 +231,7 @@ class LocalRuntime:
         })
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         configure_moto(self.moto_port)
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=self.moto_port, verbose=False)
+        self._moto = ThreadedMotoServer(ip_address=self.expose or "127.0.0.1", port=self.moto_port, verbose=False)
         self._moto.start()
 
     def _client(self, service: str) -> Any:

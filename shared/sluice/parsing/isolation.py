@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 # The child's whole environment (plus PYTHONPATH): see child_environment.
-_CHILD_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "HOME")
+_CHILD_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "HOME", "SOFFICE_PATH")
 # The most one file the child writes may hold (soffice's converted text and its profile): far above
 # any legitimate conversion of a 50 MB upload, far below the 2 GB of a Lambda's /tmp.
 CHILD_MAX_FILE_BYTES = 256 * 1024 * 1024

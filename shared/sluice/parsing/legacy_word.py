@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -27,10 +26,12 @@ from pathlib import Path
 from sluice.errors import EncryptedDocumentError, ParseError, ParseTimeoutError
 from sluice.parsing.budget import ParseBudget, TextBudget
 from sluice.parsing.document import ParsedDocument
+from sluice.parsing.soffice import find_soffice
 
 _UNAVAILABLE = (
-    "The text of this .doc file is unavailable: reading legacy Word documents needs LibreOffice, "
-    "which is not installed on this server. Save it as .docx and upload it again."
+    "The text of this .doc file is unavailable: reading legacy Word documents needs LibreOffice, which this "
+    "deployment does not have (on AWS its operator attaches a LibreOffice layer with the stack parameter "
+    "LibreOfficeLayerArn; elsewhere, install LibreOffice). Save it as .docx and upload it again."
 )
 _F_ENCRYPTED = 0x0100  # FibBase.fEncrypted
 
@@ -50,7 +51,8 @@ def word_binary_is_encrypted(data: bytes) -> bool:
 
 
 def soffice_path() -> str | None:
-    return shutil.which("soffice") or shutil.which("libreoffice")
+    """The LibreOffice program (``sluice.parsing.soffice`` says where it is looked for)."""
+    return find_soffice()
 
 
 def read_doc(data: bytes, budget: ParseBudget) -> ParsedDocument:

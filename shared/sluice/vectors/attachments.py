@@ -19,12 +19,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-from pgvector import Vector
 from psycopg.rows import dict_row
 
 from sluice.db.connection import Connection
 from sluice.vectors.search import Candidate
+from sluice.vectors.store import as_vector
 
 TABLE = "chat_attachment_chunks"
 # What a Candidate from this table says it comes from (it has no collection).
@@ -56,7 +55,7 @@ def insert_chunks(conn: Connection, rows: Sequence[AttachmentChunk]) -> int:
         copy.set_types(list(_TYPES))
         for r in rows:
             copy.write_row((r.attachment_id, r.conversation_id, r.chunk_index, r.content,
-                            np.asarray(r.embedding, dtype=np.float32), r.page_start, r.page_end))
+                            as_vector(r.embedding), r.page_start, r.page_end))
     return len(rows)
 
 
@@ -119,7 +118,7 @@ def candidates(conn: Connection, *, conversation_id: uuid.UUID, attachment_ids: 
         return []
     rows = conn.cursor(row_factory=dict_row).execute(_CANDIDATES, {
         "text": text, "conversation": conversation_id, "attachments": list(attachment_ids),
-        "vec": Vector(np.asarray(vector, dtype=np.float32)), "pool": pool,
+        "vec": as_vector(vector), "pool": pool,
     }).fetchall()
     return [
         Candidate(collection=TABLE, chunk_id=r["id"], document_id=r["attachment_id"], kb_id=None,

@@ -57,8 +57,6 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
-import numpy as np
-from pgvector import Vector
 from psycopg import sql
 from psycopg.rows import dict_row
 
@@ -66,7 +64,7 @@ from sluice.db.connection import Connection
 from sluice.db.migrations import version_tuple
 from sluice.vectors.fulltext import DEFAULT_LANGUAGE, TEXT_RANK, TextRank, language_of_expression, text_query
 from sluice.vectors.names import index_name, table_ident, table_name
-from sluice.vectors.store import IndexKind, table_exists
+from sluice.vectors.store import IndexKind, as_vector, table_exists
 
 # A scope this small is always scored exactly, whatever the graph would cost.
 EXACT_SCAN_ROWS = 1_000
@@ -481,7 +479,7 @@ def find_candidates(
         plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH, fetch=limit,
                     max_scan_tuples=MAX_SCAN_TUPLES if strategy == "hnsw_iterative" else 0)
     tsq = text_query(conn, collection, facts.language, text).tsquery
-    params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "tsq": tsq, "limit": limit,
+    params = {**params, "vec": as_vector(vector), "tsq": tsq, "limit": limit,
               "fetch": max(limit, plan.fetch)}
     _apply_plan(conn, plan, facts.iterative_scan)
     cur = conn.cursor(row_factory=dict_row)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
-import numpy as np
+from pgvector import Vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
@@ -151,6 +151,12 @@ def ensure_table(conn: Connection, collection: str, dim: int, index: IndexKind |
         )
 
 
+def as_vector(values: Sequence[float]) -> Vector:
+    """pgvector's float32 vector of ``values``, without numpy: only the functions that run the local
+    model carry numpy (their Lambda layer); every other one writes and searches vectors without it."""
+    return Vector(values if isinstance(values, list) else list(values))
+
+
 def insert_chunks(conn: Connection, collection: str, rows: Sequence[ChunkRow]) -> int:
     """Write all rows with one binary COPY: no round trip per chunk (R-VEC-3)."""
     if not rows:
@@ -164,7 +170,7 @@ def insert_chunks(conn: Connection, collection: str, rows: Sequence[ChunkRow]) -
             copy.write_row(
                 (
                     r.document_id, r.kb_id, r.org_id, r.chunk_index, r.content,
-                    np.asarray(r.embedding, dtype=np.float32),
+                    as_vector(r.embedding),
                     r.page_start, r.page_end, r.source, r.document_type, r.organizational_unit,
                     r.document_date, r.source_path, r.filename, r.content_hash, Jsonb(r.metadata),
                 )
@@ -193,7 +199,7 @@ def insert_chunks_batched(conn: Connection, collection: str, rows: Sequence[Chun
             cur.executemany(stmt, [
                 (
                     r.document_id, r.kb_id, r.org_id, r.chunk_index, r.content,
-                    np.asarray(r.embedding, dtype=np.float32),
+                    as_vector(r.embedding),
                     r.page_start, r.page_end, r.source, r.document_type, r.organizational_unit,
                     r.document_date, r.source_path, r.filename, r.content_hash, Jsonb(r.metadata),
                 )
