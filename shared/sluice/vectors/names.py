@@ -17,6 +17,8 @@ RESERVED = frozenset({"all"})
 SCHEMA_TABLES = frozenset({
     "knowledge_bases", "knowledge_base_grants", "documents", "collection_teardowns", "schema_migrations",
     "upload_quotas", "upload_events",
+    # source syncs (0006)
+    "sync_sources", "sync_logs", "sync_log_files", "document_claims", "sync_audit",
 })
 
 
