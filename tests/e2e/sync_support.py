@@ -34,6 +34,7 @@ class RemoteCalls:
     list_counts: dict[str, int] = field(default_factory=dict)
     # a hook run before each GetObject (a test may block it to watch a run mid-way)
     before_get: Callable[[str], None] | None = None
+    before_list: Callable[[str], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def snapshot(self) -> tuple[int, int]:
@@ -63,6 +64,8 @@ class CountingS3:
 
     def list_objects_v2(self, **kwargs: Any) -> Any:
         bucket = kwargs["Bucket"]
+        if self._calls.before_list is not None:
+            self._calls.before_list(bucket)
         with self._calls.lock:
             self._calls.lists += 1
             n = self._calls.list_counts[bucket] = self._calls.list_counts.get(bucket, 0) + 1
@@ -96,6 +99,11 @@ class SyncWorld:
     calls: RemoteCalls
     embedder: FakeEmbedder
     s3: Any
+
+    def new_base(self, name: str = "Synced") -> dict[str, Any]:
+        resp = self.api.post("/kb", json={"name": name, "scope": "org"})
+        assert resp.status_code == 201, resp.text
+        return dict(resp.json())
 
     def bucket(self, name: str | None = None) -> str:
         bucket = name or f"remote-{uuid.uuid4().hex[:10]}"
@@ -159,8 +167,8 @@ def make_secret(runtime: Any, org: str, kind: str = "aws_credentials", value: di
     return str(created["ARN"])
 
 
-@pytest.fixture(scope="module")
-def sync_world(runtime, client_for) -> Iterator[SyncWorld]:
+@pytest.fixture(scope="module", name="sync_world")
+def sync_world_fixture(runtime, client_for) -> Iterator[SyncWorld]:
     """An organization editor with a base and a secret, the pipeline embedding with a fake, and
     the runs' S3 clients counted."""
     from sluice import wiring

@@ -136,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     from sluice.cli.search import add_parser as add_search
 
     add_search(sub)
+
+    from sluice.cli.sync import add_parser as add_sync
+
+    add_sync(sub)
     return parser
 
 
