@@ -186,6 +186,29 @@ def test_remote_names_are_labels(sync_world):
     assert head["ServerSideEncryption"] == "aws:kms" and head["SSEKMSKeyId"] == w.runtime.key_arn
 
 
+def test_an_archive_that_is_no_longer_listed_takes_its_members_along(sync_world):
+    import io
+    import zipfile
+
+    w = sync_world
+    kb = w.new_base("Archives")
+    bucket = w.bucket()
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as z:
+        z.writestr("a.md", text("alpha"))
+        z.writestr("b.md", text("beta"))
+    w.put(bucket, "pack.zip", packed.getvalue())
+    w.put(bucket, "loose.md", text("loose"))
+    source = w.source(bucket, kb=kb)
+    assert w.run(source)["counts"]["new"] == 2
+    pack = f"s3://{bucket}/pack.zip"
+    assert addresses(w, kb) == sorted([pack, f"{pack}!/a.md", f"{pack}!/b.md", f"s3://{bucket}/loose.md"])
+    w.s3.delete_object(Bucket=bucket, Key="pack.zip")
+    run = w.run(source)
+    assert run["counts"]["removed"] == 1 and w.outcomes(run["id"])[pack] == "removed"
+    assert addresses(w, kb) == [f"s3://{bucket}/loose.md"]
+
+
 def _refuse(batch: int) -> None:
     raise EmbeddingAuthenticationError("local", "all-MiniLM-L6-v2")
 

@@ -93,7 +93,9 @@ def _check_open(ctx: SyncContext, conn: Connection, kb: KnowledgeBase) -> None:
 def start_run(ctx: SyncContext, p: Principal, kb_id: str, source_id: str) -> SyncRun:
     """A run started by a writer of the source's base (``POST .../run``)."""
     with ctx.uow() as conn:
-        source, kb = get_source(conn, p, kb_id, source_id)
+        # The source's row lock: a change of its config or secret (which refuses while a run goes)
+        # and a start are one after the other, never interleaved.
+        source, kb = get_source(conn, p, kb_id, source_id, for_update=True)
         _check_open(ctx, conn, kb)
         run = _open_run(ctx, conn, source, kb, trigger="manual", started_by=p.user_id)
     return _launch(ctx, run)
@@ -102,7 +104,7 @@ def start_run(ctx: SyncContext, p: Principal, kb_id: str, source_id: str) -> Syn
 def start_for_source(ctx: SyncContext, source_id: uuid.UUID, *, trigger: str, started_by: str) -> SyncRun:
     """A run started by the deployment itself (the schedule, an operator's CLI): no caller to check."""
     with ctx.uow() as conn:
-        source = sources.get(conn, source_id)
+        source = sources.get(conn, source_id, for_update=True)
         kb = kb_repo.get(conn, source.kb_id) if source else None
         if source is None or kb is None:
             raise CollectionNotFoundError()
@@ -114,7 +116,7 @@ def start_for_source(ctx: SyncContext, source_id: uuid.UUID, *, trigger: str, st
 def retry_failed(ctx: SyncContext, p: Principal, run_id: str) -> SyncRun:
     """A run of exactly the files ``run_id`` failed, fetched whatever their change signal says."""
     with ctx.uow() as conn:
-        run, source, kb = reachable_run(conn, p, run_id)
+        run, source, kb = reachable_run(conn, p, run_id, for_update=True)
         if not runs.failed_paths(conn, run.id):
             raise ValidationError("This run has no failed files to retry.",
                                   fields={"run_id": "The run failed no file."})
@@ -125,13 +127,14 @@ def retry_failed(ctx: SyncContext, p: Principal, run_id: str) -> SyncRun:
 
 # --- reading -----------------------------------------------------------------------------------
 
-def reachable_run(conn: Connection, p: Principal, run_id: str) -> tuple[SyncRun, SyncSource, KnowledgeBase]:
+def reachable_run(conn: Connection, p: Principal, run_id: str, *, for_update: bool = False
+                  ) -> tuple[SyncRun, SyncSource, KnowledgeBase]:
     """A run of a source the caller manages (writes its base); otherwise "not found"."""
     ident = parse_id(run_id)
     run = runs.get(conn, ident) if ident else None
     if run is None:
         raise CollectionNotFoundError()
-    source, kb = reachable_source(conn, p, run.source_id)
+    source, kb = reachable_source(conn, p, run.source_id, for_update=for_update)
     return run, source, kb
 
 

@@ -50,8 +50,8 @@ def checked_schedule(expression: str | None, settings: Settings) -> str | None:
     return expression.strip()
 
 
-def due(conn_source_last: datetime | None, created: datetime | None, period: timedelta, now: datetime) -> bool:
-    since = conn_source_last or created or now
+def due(last_run: datetime | None, created: datetime | None, period: timedelta, now: datetime) -> bool:
+    since = last_run or created or now
     return since + period <= now
 
 

@@ -124,10 +124,17 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
     return {"batches": [{"run_id": str(run_id), "batch": b} for b in batches], "complete": listing.complete}
 
 
+# A Map's items travel in the execution's state (at most 256 KB) and each iteration adds events to
+# its history (at most 25,000): past this many batches, batches grow instead of multiplying.
+MAX_BATCHES = 1000
+
+
 def _rows(ctx: SyncContext, files: list[RemoteFile]) -> list[RunFile]:
     """Each listed file as a row, in batches bounded by count and bytes; a refused name is decided now."""
-    limit_files = max(1, ctx.settings.sync_batch_files)
-    limit_bytes = max(1, ctx.settings.sync_batch_mb) * 1024 * 1024
+    limit_files = max(1, ctx.settings.sync_batch_files, -(-len(files) // MAX_BATCHES))
+    # Bytes split a batch only while the count of batches leaves room for it.
+    limit_bytes = (max(1, ctx.settings.sync_batch_mb) * 1024 * 1024 if limit_files == ctx.settings.sync_batch_files
+                   else 1 << 62)
     now = datetime.now(UTC)
     rows: list[RunFile] = []
     batch, in_batch, bytes_in_batch = 0, 0, 0
@@ -344,13 +351,17 @@ def reconcile(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> dic
                 claims.release(conn, run.source_id, document_id)
                 doc = doc_repo.get(conn, document_id, for_update=True)
                 if doc is not None and not claims.claimed(conn, document_id):
-                    delete_row_and_chunks(conn, doc)
-                    gone.append(doc)
+                    # an archive's members go with it (R-ARC-2), as when an S3 drop is removed
+                    members = (doc_repo.archive_members(conn, doc.kb_id, doc.source_path)
+                               if doc.kb_id is not None and doc.source_path else [])
+                    for row in [doc, *members]:
+                        delete_row_and_chunks(conn, row)
+                        gone.append(row)
                     rows.append((path, document_id))
             runs.add_removed(conn, run_id, rows)
         for doc in gone:
             forget_objects(ctx.store, doc)
-        removed += len(gone)
+        removed += len(rows)
     return {"removed": removed}
 
 

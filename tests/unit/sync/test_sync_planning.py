@@ -12,7 +12,7 @@ import pytest
 from sluice.db.document_claims import Claim
 from sluice.db.documents import Document
 from sluice.db.sync_runs import RunFile
-from sluice.sync.planning import IGNORED_NEW, FileFacts, Fetch, Ingest, Skip, decide_after, decide_before
+from sluice.sync.planning import IGNORED_NEW, Fetch, FileFacts, Ingest, Skip, decide_after, decide_before
 
 PATH = "s3://bucket/docs/guide.md"
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
