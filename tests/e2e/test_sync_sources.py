@@ -178,17 +178,18 @@ def test_one_run_at_a_time_and_progress_while_it_goes(sync_world):
     for i in range(3):
         w.put(bucket, f"f{i}.md", f"# File {i}\n\nWords about file number {i} for the index.\n".encode())
     source = w.source(bucket, kb=kb)
-    listing, fetching, release = threading.Event(), threading.Event(), threading.Event()
+    listing, fetching = threading.Event(), threading.Event()
+    list_go, fetch_go = threading.Event(), threading.Event()
 
     def hold_list(name: str) -> None:
         if name == bucket:
             listing.set()
-            release.wait(60)
+            list_go.wait(60)
 
     def hold_second(key: str) -> None:
         if key == "f1.md":
             fetching.set()
-            release.wait(60)
+            fetch_go.wait(60)
 
     w.calls.before_list = hold_list
     try:
@@ -201,10 +202,8 @@ def test_one_run_at_a_time_and_progress_while_it_goes(sync_world):
         busy = w.api.patch(f"/kb/{kb['id']}/sync-sources/{source['id']}", json={"config": {"bucket": "other"}})
         assert busy.status_code == 409 and busy.json()["error"]["details"] == {"run_id": first["id"]}
         assert w.api.delete(f"/kb/{kb['id']}/sync-sources/{source['id']}").status_code == 409
-        w.calls.before_list = None
         w.calls.before_get = hold_second
-        release.set()
-        release.clear()
+        list_go.set()
         assert fetching.wait(60)
         mid = w.api.get(f"/rag/sync/logs/{first['id']}").json()
         assert mid["status"] == "running"
@@ -212,7 +211,8 @@ def test_one_run_at_a_time_and_progress_while_it_goes(sync_world):
     finally:
         w.calls.before_list = None
         w.calls.before_get = None
-        release.set()
+        list_go.set()
+        fetch_go.set()
     done = w.wait(first["id"])
     assert done["status"] == "succeeded" and done["counts"]["new"] == 3 and done["counts"]["ingested"] == 3
     assert w.run(source)["status"] == "succeeded"  # and the next run is free to start
