@@ -130,6 +130,7 @@ KNOWN = [
 ]
 # Routes that name no base, collection or document, and the listings, checked by their own tests.
 UNTARGETED = {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/rag/embedding-models"), ("POST", "/kb"),
+              ("GET", "/rag/text-search-languages"),
               ("GET", "/kb"), ("GET", "/rag/collections"), ("GET", "/rag/supported-formats"),
               ("GET", "/rag/sync/connectors")}
 PARAMS = {"kb_id", "doc_id", "name", "user_id", "source_id", "run_id"}
