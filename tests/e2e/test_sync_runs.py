@@ -66,6 +66,32 @@ def test_seven_scheduled_runs_of_an_unchanged_bucket_index_each_document_once(sy
     assert history["runs"][0]["id"] == runs[-1]["id"]
 
 
+def test_the_templates_scheduler_starts_a_due_run_and_not_one_that_is_not_due(sync_world):
+    from sluice.db.connection import transaction
+
+    w = sync_world
+    (due,) = w.runtime.template.functions["SyncScheduleFunction"].schedules
+    assert due.expression == "rate(5 minutes)"
+    events = w.runtime.template.raw["Resources"]["SyncScheduleFunction"]["Properties"]["Events"]
+    assert events["Due"]["Type"] == "ScheduleV2"  # EventBridge Scheduler
+    kb = w.new_base("Scheduled")
+    bucket = w.bucket()
+    w.put(bucket, "a.md", text("scheduled"))
+    source = w.source(bucket, kb=kb, schedule="rate(30 minutes)")
+    history = f"/kb/{kb['id']}/sync-sources/{source['id']}/logs"
+    w.runtime.scheduler.fire("SyncScheduleFunction")  # created just now: not due yet
+    assert w.api.get(history).json()["total"] == 0
+    with transaction() as conn:  # as if the source had been created an hour ago
+        conn.execute("UPDATE sync_sources SET created_at = now() - interval '1 hour' WHERE id = %s",
+                     (source["id"],))
+    w.runtime.scheduler.fire("SyncScheduleFunction")
+    (run,) = w.api.get(history).json()["runs"]
+    assert run["trigger"] == "schedule"
+    assert w.wait(run["id"])["counts"]["new"] == 1
+    w.runtime.scheduler.fire("SyncScheduleFunction")  # it has just run: not due for another half hour
+    assert w.api.get(history).json()["total"] == 1
+
+
 def test_files_of_one_name_in_two_folders_are_two_documents(sync_world):
     w = sync_world
     kb = w.new_base("Folders")

@@ -1,7 +1,8 @@
 """Scheduled runs: a source's ``schedule`` is a ``rate(...)`` expression, and one scheduled function
-(every five minutes, template.yaml) starts the runs that are due.
+(every five minutes, an EventBridge Scheduler schedule in template.yaml; the local runtime fires it
+on its rate) starts the runs that are due.
 
-One schedule for the deployment rather than an EventBridge Scheduler schedule per source:
+One schedule for the deployment rather than a schedule per source:
 sources are rows, created and changed through the API, and a schedule per row would be
 infrastructure created at runtime. A run is due when its period has passed since the
 source's last run (of any trigger: a run started by hand resets the clock), or since the
