@@ -243,10 +243,16 @@ def test_a_provider_refusing_between_insert_and_delete_keeps_the_old_version(syn
     w = sync_world
     kb = w.new_base("Refusals")
     bucket = w.bucket()
+    guide = f"s3://{bucket}/guide.md"
     w.put(bucket, "guide.md", b"# Guide\n\nThe first edition says the vault opens at nine in the morning.\n")
+    w.put(bucket, "other.md", text("unrelated"))  # a file that never fails, beside the one that does
     source = w.source(bucket, kb=kb)
-    assert w.run(source)["counts"]["new"] == 1
-    (v1,) = w.documents(kb)
+    assert w.run(source)["counts"]["new"] == 2
+
+    def guide_docs() -> list[dict]:
+        return [d for d in w.documents(kb) if d["source_path"] == guide]
+
+    (v1,) = guide_docs()
 
     w.put(bucket, "guide.md", b"# Guide\n\nThe second edition says the vault opens at ten in the morning.\n")
     w.embedder.before_batch = _refuse
@@ -255,10 +261,11 @@ def test_a_provider_refusing_between_insert_and_delete_keeps_the_old_version(syn
     finally:
         w.embedder.before_batch = None
     assert failed["status"] == "succeeded" and failed["counts"]["failed"] == 1, failed
-    (row,) = w.files(failed["id"])
+    assert failed["counts"]["unchanged"] == 1, failed
+    row = {f["source_path"]: f for f in w.files(failed["id"])}[guide]
     assert row["outcome"] == "failed"
     assert row["reason"].startswith("The document could not be indexed (AuthenticationError)")
-    docs = {d["id"]: d for d in w.documents(kb)}
+    docs = {d["id"]: d for d in guide_docs()}
     assert docs[v1["id"]]["status"] == "done"  # the old version is still whole
     diagnostic = w.api.post("/rag/search/diagnostic", json={"query": "when does the vault open",
                                                              "collections": [kb["collection_name"]]}).json()
@@ -268,19 +275,22 @@ def test_a_provider_refusing_between_insert_and_delete_keeps_the_old_version(syn
     # unchanged since it failed: not fetched, not embedded, and reported as still failed
     before_gets, before_embeds = w.calls.snapshot(), w.embedder.calls
     carried = w.run(source)
-    (row,) = w.files(carried["id"])
+    row = {f["source_path"]: f for f in w.files(carried["id"])}[guide]
     assert row["outcome"] == "failed" and row["reason"].startswith("Unchanged since it failed: The document could")
     assert w.calls.snapshot() == before_gets and w.embedder.calls == before_embeds
 
-    # retry-failed fetches it regardless, and the new version replaces the old one
+    # retry-failed fetches exactly the failed file, regardless, and the new version replaces the old one
     retry = w.api.post(f"/rag/sync/logs/{carried['id']}/retry-failed")
     assert retry.status_code == 202, retry.text
     assert retry.json()["trigger"] == "retry" and retry.json()["retry_of"] == carried["id"]
     retried = w.wait(retry.json()["id"])
     assert retried["status"] == "succeeded" and retried["counts"]["updated"] == 1, retried
+    assert w.outcomes(retried["id"]) == {guide: "updated"}  # other.md is not looked at, nor removed
+    assert retried["counts"]["removed"] == 0
     assert w.calls.snapshot()[0] == before_gets[0] + 1
-    (current,) = w.documents(kb)
+    (current,) = guide_docs()
     assert current["id"] != v1["id"] and current["status"] == "done"
+    assert len(w.documents(kb)) == 2
     nothing = w.api.post(f"/rag/sync/logs/{retried['id']}/retry-failed")
     assert nothing.status_code == 400 and nothing.json()["error"]["details"]["fields"] == {
         "run_id": "The run failed no file."}
@@ -295,7 +305,7 @@ def test_a_provider_refusing_between_insert_and_delete_keeps_the_old_version(syn
     w.put(bucket, "guide.md", b"# Guide\n\nThe fourth edition says the vault opens at noon.\n")
     changed = w.run(source)
     assert changed["counts"]["updated"] == 1 and changed["counts"]["failed"] == 0, changed
-    (latest,) = w.documents(kb)
+    (latest,) = guide_docs()
     assert latest["status"] == "done" and latest["id"] not in (v1["id"], current["id"])
 
 
