@@ -115,6 +115,48 @@ def test_files_of_one_name_in_two_folders_are_two_documents(sync_world):
     assert again["counts"]["unchanged"] == 4 and addresses(w, kb) == expected
 
 
+def test_the_modes_mean_what_they_say_through_a_whole_run(sync_world):
+    w = sync_world
+    kb = w.new_base("Modes")
+    bucket = w.bucket()
+    w.put(bucket, "kept.md", text("kept"))
+    w.put(bucket, "edited.md", text("edited"))
+    source = w.source(bucket, kb=kb)
+    assert w.run(source)["counts"]["new"] == 2
+    first = {d["source_path"]: d["id"] for d in w.documents(kb)}
+    edited, kept, fresh = (f"s3://{bucket}/{k}" for k in ("edited.md", "kept.md", "fresh.md"))
+
+    # update_only: the changed file replaces its document, the unchanged one is skipped, a new one ignored
+    w.put(bucket, "edited.md", text("edited again", 4))
+    w.put(bucket, "fresh.md", text("fresh"))
+    path = f"/kb/{kb['id']}/sync-sources/{source['id']}"
+    assert w.api.patch(path, json={"sync_mode": "update_only"}).status_code == 200
+    before_gets = w.calls.snapshot()[0]
+    run = w.run(source)
+    assert w.outcomes(run["id"]) == {edited: "updated", kept: "unchanged", fresh: "ignored"}
+    assert w.calls.snapshot()[0] == before_gets + 1  # the new file was ignored without a download
+    (ignored,) = [f for f in w.files(run["id"]) if f["source_path"] == fresh]
+    assert ignored["reason"] == "New files are not added in update_only mode."
+    second = {d["source_path"]: d["id"] for d in w.documents(kb)}
+    assert set(second) == {edited, kept} and second[kept] == first[kept] and second[edited] != first[edited]
+
+    # new_only: the new file is added, the rest left alone
+    assert w.api.patch(path, json={"sync_mode": "new_only"}).status_code == 200
+    run = w.run(source)
+    assert w.outcomes(run["id"]) == {edited: "unchanged", kept: "unchanged", fresh: "new"}
+    third = {d["source_path"]: d["id"] for d in w.documents(kb)}
+    assert {p: third[p] for p in (edited, kept)} == {p: second[p] for p in (edited, kept)}
+
+    # full: every listed file is ingested again, each replacing its own document, none duplicated
+    assert w.api.patch(path, json={"sync_mode": "full"}).status_code == 200
+    embeds = w.embedder.calls
+    run = w.run(source)
+    assert w.outcomes(run["id"]) == {edited: "updated", kept: "updated", fresh: "updated"}
+    assert w.embedder.calls > embeds
+    fourth = {d["source_path"]: d["id"] for d in w.documents(kb)}
+    assert len(w.documents(kb)) == 3 and not set(fourth.values()) & set(third.values())
+
+
 def test_a_listing_that_fails_part_way_or_on_its_first_page_removes_nothing(sync_world, monkeypatch):
     w = sync_world
     monkeypatch.setattr(S3Connector, "PAGE_SIZE", 2)
