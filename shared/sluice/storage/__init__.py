@@ -1,6 +1,10 @@
 """Object storage: key naming, filename sanitising, and the S3 adapter (SSE-KMS always)."""
 
 from sluice.storage.keys import (
+    chat_incoming_file_id,
+    chat_incoming_key,
+    chat_key,
+    chat_text_key,
     collection_prefix,
     content_key,
     display_name,
@@ -19,6 +23,10 @@ from sluice.storage.s3 import ObjectStore
 __all__ = [
     "JobQueue",
     "ObjectStore",
+    "chat_incoming_file_id",
+    "chat_incoming_key",
+    "chat_key",
+    "chat_text_key",
     "collection_prefix",
     "content_key",
     "display_name",

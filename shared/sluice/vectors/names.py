@@ -19,6 +19,8 @@ SCHEMA_TABLES = frozenset({
     "upload_quotas", "upload_events",
     # source syncs (0006)
     "sync_sources", "sync_logs", "sync_log_files", "document_claims", "sync_audit",
+    # Chat (0008): files, conversations, messages, attachments and the attachments' chunks.
+    "chat_files", "conversations", "chat_messages", "chat_attachments", "chat_attachment_chunks",
 })
 
 
