@@ -81,6 +81,23 @@ class Settings(BaseSettings):
     # R-ACC-6: how many users one document may be shared with in one upload.
     pool_max_recipients: int = Field(50, alias="POOL_MAX_RECIPIENTS")
 
+    # Source syncs (issue 14, SPEC §10). The state machine the API and the schedule start runs of.
+    sync_state_machine_arn: str = Field("", alias="SYNC_STATE_MACHINE_ARN")
+    # Files one Map iteration of a run decides and fetches (and the most bytes it fetches, MB).
+    sync_batch_files: int = Field(25, alias="SYNC_BATCH_FILES")
+    sync_batch_mb: int = Field(200, alias="SYNC_BATCH_MB")
+    # How long one await task watches the pipeline before the state machine waits and asks again,
+    # the wait between, and how long a run waits in all for what it handed the pipeline.
+    sync_await_seconds: int = Field(40, alias="SYNC_AWAIT_SECONDS")
+    sync_wait_seconds: int = Field(10, alias="SYNC_WAIT_SECONDS")
+    sync_ingest_timeout_seconds: int = Field(6 * 3600, alias="SYNC_INGEST_TIMEOUT_SECONDS")
+    # Role ARNs (comma-separated, * wildcards) an S3 source's secret may name for the run to assume.
+    sync_assumable_role_arns: str = Field("", alias="SYNC_ASSUMABLE_ROLE_ARNS")
+    # Buckets (comma-separated, * wildcards) of the deployment's own account that a source may read
+    # with the function's own role instead of a secret; empty: none.
+    sync_function_role_buckets: str = Field("", alias="SYNC_FUNCTION_ROLE_BUCKETS")
+    sync_min_schedule_minutes: int = Field(15, alias="SYNC_MIN_SCHEDULE_MINUTES")
+
     # Chat files and conversation attachments (SPEC §12, seed 001). CHAT_MAX_UPLOAD_SIZE_MB is above.
     # The queue that runs attachment work off the request, and its dead-letter queue (by ARN).
     chat_queue_url: str = Field("", alias="CHAT_QUEUE_URL")

@@ -23,6 +23,8 @@ from sluice.ingest.recovery import StageQueues
 from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import Intake
 from sluice.storage import JobQueue, ObjectStore
+from sluice.sync.connectors import ConnectorOpener, SecretValues
+from sluice.sync.context import StepFunctionsExecutions, SyncContext
 
 if TYPE_CHECKING:
     from sluice.chat.resources import ChatResources
@@ -87,6 +89,20 @@ def intake() -> Intake:
     return Intake(uow=transaction, store=object_store(), settings=get_settings(), read_parameter=aws.parameter_value)
 
 
+# --- source syncs (issue 14) ---------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def sync_context() -> SyncContext:
+    """The sync service's adapters: the connectors open with each source's own secret, runs start on
+    the sync state machine (SYNC_STATE_MACHINE_ARN)."""
+    settings = get_settings()
+    executions = (StepFunctionsExecutions(aws.client("stepfunctions"), settings.sync_state_machine_arn)
+                  if settings.sync_state_machine_arn else None)
+    return SyncContext(uow=transaction, store=aws.object_store(), settings=settings,
+                       connectors=ConnectorOpener(settings, SecretValues(aws.client("secretsmanager"))),
+                       executions=executions, vault=key_vault(), read_parameter=aws.parameter_value)
+
+
 # --- chat (SPEC §12) ---------------------------------------------------------------------------
 
 @lru_cache(maxsize=1)
@@ -132,4 +148,5 @@ def reset() -> None:
         secret_reader.cache_clear()
         key_vault.cache_clear()
         reranker.cache_clear()
+        sync_context.cache_clear()
         aws.reset_clients()

@@ -80,6 +80,9 @@ class Target:
     name: str
     doc_id: str
     scope: str
+    # source syncs: a source of the base, and a finished run of it (written directly: see sync_objects)
+    source_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    run_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
 
 @dataclass(frozen=True)
@@ -112,11 +115,24 @@ KNOWN = [
     RouteCase("GET", "/rag/documents/{doc_id}", "read", lambda t: 200),
     RouteCase("POST", "/rag/search", "read", lambda t: 200, json=_search_body),
     RouteCase("POST", "/rag/search/diagnostic", "read", lambda t: 200, json=_search_body),
+    # source syncs: a base's writers manage its sources. None of these principals holds secrets:view,
+    # so none can lend a credential: creating answers 400 naming secret_id for every writer.
+    RouteCase("POST", "/kb/{kb_id}/sync-sources", "write", lambda t: 400,
+              json=lambda t: {"name": "matrix", "connector": "s3", "config": {"bucket": "matrix-bucket"}}),
+    RouteCase("GET", "/kb/{kb_id}/sync-sources", "write", lambda t: 200),
+    RouteCase("GET", "/kb/{kb_id}/sync-sources/{source_id}", "write", lambda t: 200),
+    RouteCase("PATCH", "/kb/{kb_id}/sync-sources/{source_id}", "write", lambda t: 200,
+              json=lambda t: {"name": "touched"}),
+    RouteCase("GET", "/kb/{kb_id}/sync-sources/{source_id}/logs", "write", lambda t: 200),
+    RouteCase("GET", "/rag/sync/sources/{source_id}", "write", lambda t: 200),
+    RouteCase("GET", "/rag/sync/logs/{run_id}", "write", lambda t: 200),
+    RouteCase("GET", "/rag/sync/logs/{run_id}/files", "write", lambda t: 200),
 ]
 # Routes that name no base, collection or document, and the listings, checked by their own tests.
 UNTARGETED = {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/rag/embedding-models"), ("POST", "/kb"),
               ("GET", "/rag/text-search-languages"),
-              ("GET", "/kb"), ("GET", "/rag/collections"), ("GET", "/rag/supported-formats")}
+              ("GET", "/kb"), ("GET", "/rag/collections"), ("GET", "/rag/supported-formats"),
+              ("GET", "/rag/sync/connectors")}
 # R-ACC-6: sharing into private pools names no base; tests/e2e/test_shared_pools_http.py checks them.
 UNTARGETED |= {("POST", "/pools/documents"), ("POST", "/pools/uploads"), ("GET", "/pools/documents")}
 # Chat routes name the caller's own files and conversations, never a base: ownership is the whole
@@ -131,7 +147,7 @@ UNTARGETED |= {
     ("POST", "/conversations/{conversation_id}/attachments/{attachment_id}/register"),
     ("POST", "/conversations/{conversation_id}/context"),
 }
-PARAMS = {"kb_id", "doc_id", "name", "user_id"}
+PARAMS = {"kb_id", "doc_id", "name", "user_id", "source_id", "run_id"}
 
 TEMPLATE_ROUTES = {(r.method, r.path) for r in parse(ROOT / "template.yaml").routes()}
 TOKEN_ROUTES = {(r.method, r.path) for r in parse(ROOT / "template.yaml").routes() if r.auth}
@@ -162,12 +178,32 @@ def world(runtime, client_for) -> World:
         doc = api.post(f"/kb/{kb['id']}/uploads", json={"filename": "seed.txt", "size": 10})
         assert doc.status_code == 202, doc.text
         targets[key] = Target(kb["id"], kb["collection_name"], doc.json()["id"], scope)
+        sync_objects(targets[key], creator)
     absent = Target(str(uuid.uuid4()), f"absent_{RUN}", str(uuid.uuid4()), "org")
     return World(clients, targets, absent)
 
 
+def sync_objects(t: Target, creator: str) -> None:
+    """A sync source of the base and a finished run of it, written with the repositories: creating a
+    source through the API needs a secret its creator may lend, which these principals do not hold."""
+    from sluice.db import sync_runs, sync_sources
+    from sluice.db.connection import transaction
+    from sluice.db.sync_sources import SyncSource
+
+    with transaction() as conn:
+        source = sync_sources.insert(conn, SyncSource(
+            id=uuid.UUID(t.source_id), kb_id=uuid.UUID(t.kb_id), name="matrix", connector="s3",
+            config={"bucket": "matrix-bucket", "prefix": ""}, secret_id=None, sync_mode="new_only",
+            organizational_unit=None, schedule=None, created_by=f"{creator}_{RUN}"))
+        run = sync_runs.insert(conn, source_id=source.id, kb_id=source.kb_id, collection_name=t.name,
+                               connector="s3", sync_mode="new_only", trigger="manual", started_by="matrix")
+        sync_runs.update(conn, run.id, status="succeeded")
+    t.run_id = str(run.id)
+
+
 def _path(template: str, t: Target) -> str:
-    values = {"kb_id": t.kb_id, "doc_id": t.doc_id, "name": t.name, "user_id": f"zed_{RUN}"}
+    values = {"kb_id": t.kb_id, "doc_id": t.doc_id, "name": t.name, "user_id": f"zed_{RUN}",
+              "source_id": t.source_id, "run_id": t.run_id}
     # The chat routes' own ids (UNTARGETED above): any id, for the token check.
     values |= {name: str(uuid.uuid4()) for name in ("file_id", "conversation_id", "attachment_id")}
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], template)

@@ -15,7 +15,8 @@ EVENTS = Path(__file__).resolve().parents[1] / "events"
 FUNCTION_OF = {"kb": "KbFunction", "uploads": "UploadsFunction", "search": "SearchFunction",
                "parse": "ParseFunction", "chunk": "ChunkFunction", "embed": "EmbedFunction",
                "migrate": "MigrateFunction", "documents": "DocumentsFunction", "dlq": "DeadLetterFunction",
-               "chat": "ChatFunction", "chatworker": "ChatWorkerFunction"}
+               "chat": "ChatFunction", "chatworker": "ChatWorkerFunction",
+               "sources": "SourcesFunction"}
 # Every sample event and the status its route answers, written out (a new event must be added here).
 ANSWER = {
     "chat_create_conversation": 201,
@@ -26,6 +27,8 @@ ANSWER = {
     "kb_list": 200,
     "search": 404,  # names a collection no one created: the absent answer
     "uploads_presign": 404,  # names a base no one created
+    "sources_connectors": 200,
+    "sources_list": 404,  # names a base no one created
 }
 ABSENT = {"error": {"code": "NOT_FOUND", "message": "Collection not found", "details": {}}}
 

@@ -237,6 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_search(sub)
     add_ingest(sub)
+
+    from sluice.cli.sync import add_parser as add_sync
+
+    add_sync(sub)
     return parser
 
 

@@ -17,6 +17,9 @@ RESERVED = frozenset({"all"})
 SCHEMA_TABLES = frozenset({
     "knowledge_bases", "knowledge_base_grants", "documents", "collection_teardowns", "schema_migrations",
     "upload_quotas", "upload_events",
+    # source syncs (0006)
+    "sync_sources", "sync_logs", "sync_log_files", "document_claims", "sync_audit",
+    # documents shared into private pools (0009)
     "document_recipients",
     # Chat (0008): files, conversations, messages, attachments and the attachments' chunks.
     "chat_files", "conversations", "chat_messages", "chat_attachments", "chat_attachment_chunks",

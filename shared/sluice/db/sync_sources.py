@@ -1,0 +1,108 @@
+"""The sync_sources table and its audit trail (sync_audit): what a source is and who changed it."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from sluice.db.connection import Connection
+
+
+@dataclass
+class SyncSource:
+    id: uuid.UUID
+    kb_id: uuid.UUID
+    name: str
+    connector: str
+    config: dict[str, Any]
+    secret_id: str | None
+    sync_mode: str
+    organizational_unit: str | None
+    schedule: str | None
+    created_by: str
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+_FIELDS = ", ".join(SyncSource.__dataclass_fields__)
+_UPDATABLE = {"kb_id", "name", "config", "secret_id", "sync_mode", "organizational_unit", "schedule"}
+
+
+def insert(conn: Connection, source: SyncSource) -> SyncSource:
+    values = {k: v for k, v in source.__dict__.items() if k not in ("created_at", "updated_at")}
+    values["config"] = Jsonb(values["config"])
+    cols = ", ".join(values)
+    params = ", ".join(f"%({k})s" for k in values)
+    row = conn.execute(f"INSERT INTO sync_sources ({cols}) VALUES ({params}) RETURNING {_FIELDS}", values).fetchone()
+    assert row is not None
+    return SyncSource(**row)
+
+
+def get(conn: Connection, source_id: uuid.UUID, *, for_update: bool = False) -> SyncSource | None:
+    suffix = " FOR UPDATE" if for_update else ""
+    row = conn.execute(f"SELECT {_FIELDS} FROM sync_sources WHERE id = %s{suffix}", (source_id,)).fetchone()
+    return SyncSource(**row) if row else None
+
+
+def list_for_kb(conn: Connection, kb_id: uuid.UUID) -> list[SyncSource]:
+    rows = conn.execute(f"SELECT {_FIELDS} FROM sync_sources WHERE kb_id = %s ORDER BY created_at, id",
+                        (kb_id,)).fetchall()
+    return [SyncSource(**r) for r in rows]
+
+
+def scheduled(conn: Connection) -> list[SyncSource]:
+    rows = conn.execute(f"SELECT {_FIELDS} FROM sync_sources WHERE schedule IS NOT NULL ORDER BY id").fetchall()
+    return [SyncSource(**r) for r in rows]
+
+
+def update(conn: Connection, source_id: uuid.UUID, changes: dict[str, Any]) -> SyncSource:
+    unknown = set(changes) - _UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    values = {k: Jsonb(v) if k == "config" else v for k, v in changes.items()}
+    sets = ", ".join([f"{k} = %({k})s" for k in values] + ["updated_at = now()"])
+    row = conn.execute(f"UPDATE sync_sources SET {sets} WHERE id = %(source_id)s RETURNING {_FIELDS}",
+                       {**values, "source_id": source_id}).fetchone()
+    assert row is not None
+    return SyncSource(**row)
+
+
+def delete(conn: Connection, source_id: uuid.UUID) -> bool:
+    return conn.execute("DELETE FROM sync_sources WHERE id = %s", (source_id,)).rowcount > 0
+
+
+# --- audit (R-SYNC-5) ----------------------------------------------------------------------------
+
+@dataclass
+class AuditEntry:
+    action: str
+    source_id: uuid.UUID
+    actor: str
+    connector: str
+    kb_id: uuid.UUID | None
+    collection_name: str | None
+    secret_id: str | None
+    previous_kb_id: uuid.UUID | None = None
+    previous_collection_name: str | None = None
+    cloned_from: uuid.UUID | None = None
+    created_at: datetime | None = None
+
+
+_AUDIT_FIELDS = ", ".join(AuditEntry.__dataclass_fields__)
+
+
+def audit(conn: Connection, entry: AuditEntry) -> None:
+    values = {k: v for k, v in entry.__dict__.items() if k != "created_at"}
+    cols = ", ".join(values)
+    params = ", ".join(f"%({k})s" for k in values)
+    conn.execute(f"INSERT INTO sync_audit ({cols}) VALUES ({params})", values)
+
+
+def audit_trail(conn: Connection, source_id: uuid.UUID) -> list[AuditEntry]:
+    rows = conn.execute(f"SELECT {_AUDIT_FIELDS} FROM sync_audit WHERE source_id = %s ORDER BY id",
+                        (source_id,)).fetchall()
+    return [AuditEntry(**r) for r in rows]

@@ -1,0 +1,223 @@
+"""The run's steps against the real embedded PostgreSQL and a moto bucket for Sluice's own storage,
+with a connector that serves files from memory (the remote side is not what these test): matching
+that cannot answer is "no match", a replacement names what it replaces and leaves it in place,
+claims, and what reconcile may remove."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import psycopg
+import pytest
+from pydantic import BaseModel
+
+from sluice.config import get_settings
+from sluice.db import document_claims as claims
+from sluice.db import documents as doc_repo
+from sluice.db import knowledge_bases as kb_repo
+from sluice.db import sync_runs as runs
+from sluice.db import sync_sources as sources
+from sluice.db.connection import transaction
+from sluice.db.knowledge_bases import KnowledgeBase
+from sluice.db.sync_sources import SyncSource
+from sluice.storage import ObjectStore
+from sluice.sync import tasks
+from sluice.sync.connectors import ConnectorOpener, ObjectStoreConnector, RemoteFile
+from sluice.sync.context import SyncContext
+from tests.fakes import DIM
+
+
+class MemoryConnector(ObjectStoreConnector):
+    CONNECTOR_TYPE = "memory"
+    TITLE = "memory"
+    SECRET_KIND = None
+    SCHEME = "mem"
+    CONFIG_MODEL = BaseModel
+
+    def __init__(self, objects: dict[str, bytes], fail_pages: bool = False) -> None:
+        self.container, self.prefix, self.objects, self.fail_pages = "box", "", objects, fail_pages
+        self.fetched: list[str] = []
+
+    @classmethod
+    def open(cls, *args: Any, **kwargs: Any) -> MemoryConnector:
+        raise NotImplementedError
+
+    def _list_page(self, token: str | None) -> Any:
+        from sluice.sync.connectors.base import ListedPage
+
+        if self.fail_pages:
+            raise OSError("the remote went away")
+        return ListedPage([RemoteFile(k, self.address(k), len(v), hashlib.md5(v).hexdigest())  # noqa: S324
+                           for k, v in sorted(self.objects.items())], None)
+
+    def _fetch(self, file: RemoteFile, target: Path, max_bytes: int) -> None:
+        self.fetched.append(file.key)
+        target.write_bytes(self.objects[file.key][: max_bytes + 1])
+
+
+@dataclass
+class Opener:
+    connector: MemoryConnector
+
+    def open(self, source: SyncSource, kb: KnowledgeBase) -> MemoryConnector:
+        return self.connector
+
+
+@dataclass
+class Bench:
+    ctx: SyncContext
+    kb: KnowledgeBase
+    source: SyncSource
+    remote: MemoryConnector
+    s3: Any
+    bucket: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, trigger: str = "manual", *, finish: bool = True) -> uuid.UUID:
+        """List and decide every batch (the pipeline is not running here); finish unless told not to."""
+        with transaction() as conn:
+            run = runs.insert(conn, source_id=self.source.id, kb_id=self.kb.id, collection_name=self.kb.collection_name,
+                              connector="memory", sync_mode=self.source.sync_mode, trigger=trigger, started_by="t")
+        listed = tasks.run_task(self.ctx, {"task": "list", "run_id": str(run.id)})
+        for item in listed["batches"]:
+            tasks.run_task(self.ctx, {"task": "batch", **item})
+        if finish:
+            tasks.run_task(self.ctx, {"task": "finish", "run_id": str(run.id)})
+        return run.id
+
+    def outcomes(self, run_id: uuid.UUID) -> dict[str, tuple[str | None, uuid.UUID | None]]:
+        with transaction() as conn:
+            files, _ = runs.files_page(conn, run_id, limit=100, offset=0)
+        return {f.remote_key: (f.outcome, f.document_id) for f in files}
+
+
+@pytest.fixture
+def bench(db_url, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bench]:
+    from moto import mock_aws
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        key_id = boto3.client("kms", region_name="us-east-1").create_key()["KeyMetadata"]["KeyId"]
+        s3.create_bucket(Bucket="sluice-sync-test")
+        remote = MemoryConnector({"guide.md": b"# Guide\n\nVersion one of the guide.\n"})
+        settings = get_settings().model_copy(update={"sync_await_seconds": 0})
+        ctx = SyncContext(uow=transaction, store=ObjectStore(s3, "sluice-sync-test", key_id), settings=settings,
+                          connectors=ConnectorOpener(settings, None))
+        ctx.connectors = Opener(remote)  # type: ignore[assignment]
+        kb = KnowledgeBase(
+            id=uuid.uuid4(), name="Sync", collection_name=f"sync_{uuid.uuid4().hex[:6]}", scope="org",
+            owner_id=None, org_id="acme", is_default=False, description="", embedding_provider="local",
+            embedding_model="all-MiniLM-L6-v2", embedding_dim=DIM, embedding_base_url=None,
+            embedding_secret_id=None, ingestion_config={}, created_by="t")
+        with transaction() as conn:
+            kb = kb_repo.insert(conn, kb)
+            source = sources.insert(conn, SyncSource(
+                id=uuid.uuid4(), kb_id=kb.id, name="mem", connector="memory", config={}, secret_id=None,
+                sync_mode="new_only", organizational_unit="ops", schedule=None, created_by="t"))
+        yield Bench(ctx, kb, source, remote, s3, "sluice-sync-test")
+
+
+def finish_indexing(doc_id: uuid.UUID) -> None:
+    """What the embed stage does when it stores a document: done, and what it replaces retired."""
+    from sluice.ingest.retire import retire_replaced
+
+    with transaction() as conn:
+        doc = doc_repo.get(conn, doc_id)
+        assert doc is not None
+        retire_replaced(conn, doc)
+        doc_repo.update(conn, doc_id, status="done", stage="done")
+
+
+def test_a_handed_over_file_is_a_committed_row_a_claim_and_then_an_encrypted_object(bench: Bench):
+    run_id = bench.run()
+    outcome, doc_id = bench.outcomes(run_id)["guide.md"]
+    assert outcome == "new" and doc_id is not None
+    with transaction() as conn:
+        doc = doc_repo.get(conn, doc_id)
+        assert claims.claimants(conn, doc_id) == [bench.source.id]
+    assert doc is not None and doc.source == "sync" and doc.source_path == "mem://box/guide.md"
+    assert doc.organizational_unit == "ops" and doc.uploaded_by == f"sync:{bench.source.id}"
+    head = bench.s3.head_object(Bucket=bench.bucket, Key=doc.storage_path)
+    assert head["ServerSideEncryption"] == "aws:kms" and head["Metadata"] == {"document-id": str(doc_id)}
+
+
+def test_a_replacement_names_what_it_replaces_which_stays_until_the_new_one_is_stored(bench: Bench):
+    first = bench.outcomes(bench.run())["guide.md"][1]
+    assert first is not None
+    finish_indexing(first)
+    bench.remote.objects["guide.md"] = b"# Guide\n\nVersion two of the guide.\n"
+    outcome, second = bench.outcomes(bench.run())["guide.md"]
+    assert outcome == "updated" and second is not None
+    with transaction() as conn:
+        new = doc_repo.get(conn, second)
+        assert new is not None and new.replaces_document_id == first
+        assert doc_repo.get(conn, first) is not None  # both, until the new one is stored
+    finish_indexing(second)
+    with transaction() as conn:
+        assert doc_repo.get(conn, first) is None  # and then only the new one
+        assert claims.claimants(conn, second) == [bench.source.id]
+
+
+def test_a_lookup_that_cannot_answer_is_no_match_never_present(bench: Bench, monkeypatch):
+    first = bench.outcomes(bench.run())["guide.md"][1]
+    assert first is not None
+    finish_indexing(first)
+    fetched = len(bench.remote.fetched)
+
+    def cannot(*args: Any, **kwargs: Any) -> Any:
+        raise psycopg.OperationalError("the index could not be read")
+
+    for lookup in ("claims_at", "by_addresses", "unaddressed_by_names", "by_content"):
+        monkeypatch.setattr(claims, lookup, cannot)
+    outcome, doc_id = bench.outcomes(bench.run())["guide.md"]
+    # not "unchanged": a failed lookup is no evidence the document is there; the file is fetched and ingested
+    assert outcome == "new" and doc_id not in (None, first)
+    assert len(bench.remote.fetched) == fetched + 1
+    monkeypatch.undo()
+    with transaction() as conn:
+        assert doc_repo.get(conn, first) is not None  # nothing was deleted on the strength of it
+    finish_indexing(doc_id)
+    with transaction() as conn:  # and the new row at the same address still retires the old one: no duplicate
+        assert [d.id for d in doc_repo.by_address(conn, bench.kb.id, "mem://box/guide.md")] == [doc_id]
+
+
+def test_reconcile_removes_only_after_a_whole_listing_and_only_unclaimed_documents(bench: Bench):
+    bench.remote.objects["other.md"] = b"# Other\n\nAnother document.\n"
+    run_id = bench.run()
+    ids = {k: v[1] for k, v in bench.outcomes(run_id).items()}
+    for doc_id in ids.values():
+        assert doc_id is not None
+        finish_indexing(doc_id)
+    with transaction() as conn:
+        second = sources.insert(conn, SyncSource(
+            id=uuid.uuid4(), kb_id=bench.kb.id, name="second", connector="memory", config={}, secret_id=None,
+            sync_mode="new_only", organizational_unit=None, schedule=None, created_by="t"))
+        claims.claim(conn, second.id, ids["other.md"], "mem://box/other.md", None, None)
+    del bench.remote.objects["guide.md"], bench.remote.objects["other.md"]
+
+    bench.remote.fail_pages = True
+    failed = bench.run(finish=False)
+    assert tasks.run_task(bench.ctx, {"task": "reconcile", "run_id": str(failed)}) == {
+        "removed": 0, "skipped": "the listing was not whole"}
+    assert tasks.run_task(bench.ctx, {"task": "finish", "run_id": str(failed)}) == {"status": "failed"}
+    bench.remote.fail_pages = False
+    whole = bench.run(finish=False)
+    assert tasks.run_task(bench.ctx, {"task": "reconcile", "run_id": str(whole)}) == {"removed": 1}
+    with transaction() as conn:
+        assert doc_repo.get(conn, ids["guide.md"]) is None  # no source lists it
+        assert doc_repo.get(conn, ids["other.md"]) is not None  # the second source still claims it
+        assert claims.claimants(conn, ids["other.md"]) == [second.id]
+    assert tasks.run_task(bench.ctx, {"task": "finish", "run_id": str(whole)}) == {"status": "succeeded"}
+    with transaction() as conn:
+        done = runs.get(conn, whole)
+    assert done is not None and (done.files_listed, done.files_removed) == (0, 1)
