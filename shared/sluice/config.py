@@ -67,6 +67,17 @@ class Settings(BaseSettings):
     upload_rate_per_minute: int = Field(10, alias="UPLOAD_RATE_PER_MINUTE")
     upload_rate_per_day: int = Field(50, alias="UPLOAD_RATE_PER_DAY")
 
+    # Teardowns (R-TD-1..3): the workflow the delete routes start, and the waits and budgets of its steps.
+    teardown_state_machine_arn: str = Field("", alias="TEARDOWN_STATE_MACHINE_ARN")
+    # A delete waits this long for the writes running on its collection name, then answers 409.
+    teardown_request_wait_seconds: float = Field(15, alias="TEARDOWN_REQUEST_WAIT_SECONDS")
+    # A step waits this long for a table lock (a long query on the table) before it fails and is retried.
+    teardown_lock_timeout_seconds: float = Field(30, alias="TEARDOWN_LOCK_TIMEOUT_SECONDS")
+    # One task call works this long, then hands back to the workflow, which calls it again.
+    teardown_step_budget_seconds: float = Field(60, alias="TEARDOWN_STEP_BUDGET_SECONDS")
+    # The sweep starts again a reservation that has made no progress for this long (R-TD-2).
+    teardown_sweep_after_seconds: int = Field(3600, alias="TEARDOWN_SWEEP_AFTER_SECONDS")
+
     # Local development: the key the local gateway verifies tokens with. Empty means the one
     # `sluice local up` generates for its data directory (sluice.local.tokens.dev_secret).
     dev_jwt_secret: str = Field("", alias="SLUICE_DEV_JWT_SECRET")

@@ -18,7 +18,8 @@ from sluice.embedding import (
 from sluice.embedding.rerank import Reranker, RerankerSettings, build_reranker
 from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import Intake
-from sluice.storage import JobQueue, ObjectStore
+from sluice.storage import JobQueue, ObjectStore, StepFunctionsWorkflow
+from sluice.teardown import TeardownContext
 
 _lock = threading.Lock()
 
@@ -64,6 +65,16 @@ def stage_context() -> StageContext:
 def intake() -> Intake:
     # Settings as they are now (the cached read): an operator's switch is seen without a restart.
     return Intake(uow=transaction, store=object_store(), settings=get_settings(), read_parameter=aws.parameter_value)
+
+
+def teardown_context() -> TeardownContext:
+    return TeardownContext(uow=transaction, store=object_store(), settings=get_settings())
+
+
+def teardown_workflow() -> StepFunctionsWorkflow | None:
+    """The teardown state machine (TEARDOWN_STATE_MACHINE_ARN), or None where none is configured."""
+    arn = get_settings().teardown_state_machine_arn
+    return StepFunctionsWorkflow(aws.client("stepfunctions"), arn) if arn else None
 
 
 def reset() -> None:

@@ -15,7 +15,7 @@ LAYERS: list[set[str]] = [
     {"db"},  # the tracking tables and their repositories
     {"vectors"},  # the runtime vector tables
     {"access"},  # who reaches what
-    {"ingest", "search"},  # the pipeline and the search service
+    {"ingest", "search", "teardown"},  # the pipeline, the search service, teardowns
     {"api"},  # the HTTP edge: bodies, errors, OpenAPI
     {"aws", "observability", "wiring"},  # adapters built once, the handler shapes, the composition root
     {"cli", "local"},  # the command and the local runtime

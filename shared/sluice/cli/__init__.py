@@ -136,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     from sluice.cli.search import add_parser as add_search
 
     add_search(sub)
+
+    from sluice.cli.collections import add_parser as add_collections
+    from sluice.cli.drop import add_parser as add_drop
+
+    add_collections(sub)
+    add_drop(sub)
     return parser
 
 

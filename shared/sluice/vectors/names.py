@@ -17,6 +17,7 @@ RESERVED = frozenset({"all"})
 SCHEMA_TABLES = frozenset({
     "knowledge_bases", "knowledge_base_grants", "documents", "collection_teardowns", "schema_migrations",
     "upload_quotas", "upload_events",
+    "teardown_documents",
 })
 
 
@@ -40,6 +41,23 @@ def validate_collection_name(name: str, field: str = "collection_name") -> str:
     if problem:
         raise ValidationError("Invalid collection name", fields={field: problem})
     return name
+
+
+def is_runtime_table(table: str) -> bool:
+    """Whether a table of the database is a collection's runtime table, not one the migrations own.
+
+    The predicate read the other way round from ``validate_collection_name``: ``rag_`` and a
+    usable collection name after it, and no migration creates it (``SCHEMA_TABLES``, which
+    tests/unit/test_schema_tables.py keeps equal to what the migrations create). ``sluice
+    collections`` lists by it and a teardown drops only what it admits.
+    """
+    if table in SCHEMA_TABLES or not table.startswith("rag_"):
+        return False
+    try:
+        validate_collection_name(table.removeprefix("rag_"))
+    except ValidationError:
+        return False
+    return True
 
 
 def table_name(collection: str) -> str:
