@@ -32,6 +32,9 @@ def take(conn: Connection, collection: str, *, wait_seconds: float) -> bool:
     caller's transaction usable; the setting is restored once the lock is held.
     """
     timeout = f"{max(1, int(wait_seconds * 1000))}ms"
+    # The caller's transaction must be open first: on an idle connection ``conn.transaction()``
+    # would be that transaction itself, and its commit would let the lock go at once.
+    conn.execute("SELECT 1")
     try:
         with conn.transaction():
             previous = conn.execute("SELECT current_setting('lock_timeout') AS v").fetchone()
