@@ -14,7 +14,7 @@ from sluice.wiring import teardown_workflow
 
 def run(event: dict[str, Any]) -> dict[str, Any]:
     older_than = timedelta(seconds=get_settings().teardown_sweep_after_seconds)
-    restarted = teardown.sweep(transaction, teardown_workflow(), older_than=older_than)
+    restarted = teardown.restart_stalled(transaction, teardown_workflow(), older_than=older_than)
     return {"restarted": [str(i) for i in restarted]}
 
 

@@ -14,7 +14,8 @@ import pytest
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 FUNCTION_OF = {"kb": "KbFunction", "uploads": "UploadsFunction", "search": "SearchFunction",
                "parse": "ParseFunction", "chunk": "ChunkFunction", "embed": "EmbedFunction",
-               "migrate": "MigrateFunction", "documents": "DocumentsFunction", "dlq": "DeadLetterFunction"}
+               "migrate": "MigrateFunction", "documents": "DocumentsFunction", "dlq": "DeadLetterFunction",
+               "teardowns": "TeardownsFunction", "teardown": "TeardownFunction", "sweep": "TeardownSweepFunction"}
 # Every sample event and the status its route answers, written out (a new event must be added here).
 ANSWER = {
     "documents_kb_ingestion": 404,  # names a base no one created: the absent answer
@@ -24,6 +25,16 @@ ANSWER = {
     "kb_list": 200,
     "search": 404,  # names a collection no one created: the absent answer
     "uploads_presign": 404,  # names a base no one created
+    "teardowns_delete_kb": 404,  # names a base no one created
+    "teardowns_delete_collection": 404,  # names a collection no one created
+    "teardowns_receipt": 404,  # names a teardown no one asked for
+}
+# What each other (direct, scheduled) sample answers: its result's keys and a check of them.
+DIRECT = {
+    "migrate": lambda r: set(r) == {"applied"} and isinstance(r["applied"], list),
+    # a step for a teardown that is not there has nothing to do, and says so
+    "teardown_step_release": lambda r: r == {"step": "release", "more": False, "state": "absent"},
+    "sweep_hourly": lambda r: set(r) == {"restarted"} and isinstance(r["restarted"], list),
 }
 ABSENT = {"error": {"code": "NOT_FOUND", "message": "Collection not found", "details": {}}}
 
@@ -48,4 +59,4 @@ def test_sample_event_runs(runtime, path: Path):
     elif "Records" in event:
         assert result == {"batchItemFailures": []}
     else:
-        assert set(result) == {"applied"} and isinstance(result["applied"], list)
+        assert DIRECT[path.stem](result), result

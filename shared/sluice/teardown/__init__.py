@@ -4,7 +4,7 @@ anyone else's, and says so in a receipt.
 ``request`` deletes the rows and commits the reservation in the request's transaction (R-TD-1);
 ``steps`` are the workflow's tasks, each idempotent: the chunks (the table dropped, or only these
 bases' chunks when a sibling base still holds the name), the sync sources, the stored objects
-(DeleteObjects, 1,000 keys a call), and the release; ``sweep`` starts again what stalled (R-TD-2);
+(DeleteObjects, 1,000 keys a call), and the release; ``sweep.restart_stalled`` starts again what stalled (R-TD-2);
 ``receipts`` is what a user (and the log) is told.
 """
 
@@ -17,7 +17,7 @@ from sluice.teardown.request import (
     start_workflow,
 )
 from sluice.teardown.steps import STEPS, record_failure, run_all, run_step
-from sluice.teardown.sweep import sweep
+from sluice.teardown.sweep import restart_stalled
 
 __all__ = [
     "STEPS",
@@ -28,9 +28,9 @@ __all__ = [
     "request_base_teardown",
     "request_collection_teardown",
     "request_operator_drop",
+    "restart_stalled",
     "run_all",
     "run_step",
     "start_workflow",
     "summary",
-    "sweep",
 ]

@@ -4,7 +4,8 @@ line the release writes, so what a user reads and what the operator's log keeps 
 
 Who may read it: the one who asked for it, and whoever could write one of its bases as they
 were (their rows are gone; the receipt keeps their scope, organization, owner and grants).
-Anyone else gets the answer an absent teardown gets.
+Anyone else gets the answer an absent teardown gets, which is the answer every route gives for a
+collection out of reach (R-ACC-2): a receipt is its collection's, and says no more about it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from sluice.db import teardowns as td_repo
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.db.teardowns import Teardown
-from sluice.errors import NotFoundError
+from sluice.errors import CollectionNotFoundError
 from sluice.identity import Principal
 
 
@@ -68,8 +69,8 @@ def get_receipt(conn: Connection, p: Principal, teardown_id: str) -> Teardown:
     try:
         ident = uuid.UUID(teardown_id)
     except ValueError:
-        raise NotFoundError("Teardown not found") from None
+        raise CollectionNotFoundError() from None
     td = td_repo.get(conn, ident)
     if td is None or not can_read(p, td):
-        raise NotFoundError("Teardown not found")
+        raise CollectionNotFoundError()
     return td

@@ -26,7 +26,7 @@ def _now() -> datetime:
 clock: Callable[[], datetime] = _now
 
 
-def sweep(uow: UnitOfWork, workflow: Workflow | None, *, older_than: timedelta,
+def restart_stalled(uow: UnitOfWork, workflow: Workflow | None, *, older_than: timedelta,
           now: datetime | None = None) -> list[uuid.UUID]:
     """Start again every reservation with no progress for ``older_than``; returns their ids."""
     at = now or clock()

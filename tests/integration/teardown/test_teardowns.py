@@ -28,11 +28,11 @@ from sluice.teardown import (
     request_base_teardown,
     request_collection_teardown,
     request_operator_drop,
+    restart_stalled,
     run_all,
     run_step,
     start_workflow,
     summary,
-    sweep,
 )
 from sluice.vectors import store
 from tests.integration.teardown.conftest import World, editor, owner, text
@@ -455,11 +455,11 @@ def test_a_receipt_is_read_by_its_requester_and_the_bases_writers_only(world: Wo
         for p in readers:
             assert get_receipt(conn, p, str(done.id)).id == done.id
         for p in refused:
-            with pytest.raises(NotFoundError, match="Teardown not found"):
+            with pytest.raises(CollectionNotFoundError):
                 get_receipt(conn, p, str(done.id))
-        with pytest.raises(NotFoundError, match="Teardown not found"):
+        with pytest.raises(CollectionNotFoundError):
             get_receipt(conn, readers[0], str(uuid.uuid4()))
-        with pytest.raises(NotFoundError, match="Teardown not found"):
+        with pytest.raises(CollectionNotFoundError):
             get_receipt(conn, readers[0], "not-a-uuid")
 
 
@@ -522,8 +522,8 @@ def test_the_sweep_starts_again_a_teardown_whose_workflow_never_started(world: W
     from datetime import UTC, datetime, timedelta
 
     hour = timedelta(hours=1)
-    assert sweep(transaction, workflow, older_than=hour) == []  # not an hour yet
-    assert sweep(transaction, workflow, older_than=hour, now=datetime.now(UTC) + 2 * hour) == [td.id]
+    assert restart_stalled(transaction, workflow, older_than=hour) == []  # not an hour yet
+    assert restart_stalled(transaction, workflow, older_than=hour, now=datetime.now(UTC) + 2 * hour) == [td.id]
     done = world.teardown(td.id)
     assert done.state == "done" and workflow.started == [f"teardown-{td.id}-2"]
     events = [e["event"] for e in done.history]
@@ -531,7 +531,7 @@ def test_the_sweep_starts_again_a_teardown_whose_workflow_never_started(world: W
     restarted = next(e for e in done.history if e["event"] == "restarted")
     assert "no progress since" in restarted["reason"]
     # a released teardown is no reservation: the next sweep has nothing to do
-    assert sweep(transaction, workflow, older_than=hour, now=datetime.now(UTC) + 3 * hour) == []
+    assert restart_stalled(transaction, workflow, older_than=hour, now=datetime.now(UTC) + 3 * hour) == []
 
 
 # --- the runtime-table predicate ---------------------------------------------------------------------------
