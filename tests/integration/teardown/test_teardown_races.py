@@ -16,21 +16,25 @@ from __future__ import annotations
 import random
 import threading
 import time
-import uuid
 from collections import Counter
 
 import pytest
 from psycopg import sql
 
 from sluice.config import get_settings
+from sluice.db import documents as doc_repo
+from sluice.db import knowledge_bases as kb_repo
 from sluice.db.connection import transaction
 from sluice.errors import CollectionNotFoundError, ConflictError
 from sluice.ingest import parse as parse_stage
+from sluice.ingest.archive import unpack_archive
+from sluice.ingest.runner import StaleEvent
 from sluice.ingest.uploads import DocumentFields, accept_direct_upload
-from sluice.parsing import extract
+from sluice.parsing import extract, sniff
 from sluice.teardown import request_base_teardown, run_all
 from sluice.vectors import store
 from tests.integration.teardown.conftest import World, text
+from tests.unit.parsing.parsing_samples import zip_bytes
 
 ROUNDS = 50
 OBJECT_OF_ROW = ("text/", "stage/parsed/", "stage/chunks/", "incoming/")
@@ -176,7 +180,6 @@ def test_a_chunk_write_second_finds_the_base_gone_and_writes_nothing(world: Worl
         assert not store.table_exists(conn, "second_writer")
         assert conn.execute("SELECT 1 FROM documents WHERE id = %s", (doc_id,)).fetchone() is None
     assert orphans(world) == []
-    assert uuid.UUID(str(doc_id))
 
 
 def test_a_stage_that_wrote_after_the_teardown_removed_its_objects_leaves_nothing(world: World, monkeypatch):
@@ -205,3 +208,24 @@ def test_a_stage_that_wrote_after_the_teardown_removed_its_objects_leaves_nothin
     release.set()
     ingest.join(30)
     assert orphans(world) == [] and world.objects() == {}
+
+
+def test_an_archive_unpacked_after_its_base_was_cleared_files_no_member(world: World):
+    """The unpack stage that comes second: its archive row is gone (a default base cleared under it),
+    so it files no member row and writes no member object."""
+    kb = world.base("cleared_archive", org="acme", is_default=True)
+    archive = zip_bytes([("docs/a.txt", text("member a", 2)), ("docs/b.txt", text("member b", 2))])
+    accepted = accept_direct_upload(world.intake(), world.writer_of(kb), str(kb.id), "bundle.zip", archive,
+                                    DocumentFields())
+    with transaction() as conn:
+        td = request_base_teardown(conn, world.writer_of(kb), str(kb.id), get_settings())
+    assert run_all(world.teardowns, td.id).state == "done"
+    with transaction() as conn:
+        assert kb_repo.get(conn, kb.id) is not None  # cleared, not deleted
+
+    with pytest.raises(StaleEvent):
+        unpack_archive(world.stages, accepted.document, 1, archive, sniff(archive, "bundle.zip"))
+
+    with transaction() as conn:
+        assert doc_repo.count_for_kb(conn, kb.id) == 0
+    assert not [k for k in world.objects() if k.startswith("rag/cleared_archive/")]
