@@ -554,3 +554,16 @@ def test_the_collections_command_lists_runtime_tables_only(world: World, capsys)
     row = next(line for line in out.splitlines() if line.startswith("listed_one"))
     assert str(kb.id) in row and str(world.chunks("listed_one")) in row
     assert "rag_documents" not in out and "Upper" not in out
+
+
+def test_a_second_teardown_of_a_reserved_name_waits_for_the_first(world: World):
+    name = "one_at_a_time"
+    a, b = world.base(name, org="acme"), world.base(name, org="globex")
+    first = tear_down_base(world, a)
+    with pytest.raises(NameBusyError) as busy:
+        tear_down_base(world, b)
+    assert busy.value.status == 409 and int(busy.value.headers["Retry-After"]) > 0
+    world.run(first)
+    second = tear_down_base(world, b)
+    assert second.drop_table is True  # now the last holder
+    assert world.run(second).table_dropped is True
