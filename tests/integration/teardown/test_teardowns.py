@@ -95,10 +95,19 @@ def test_two_organizations_on_one_name_deleting_one_leaves_the_other_searchable_
 
 
 def _sync_tables(conn) -> None:
-    """Issue 14's two tables as the teardown reads them, for a database that has them."""
-    conn.execute("CREATE TABLE sync_sources (id uuid PRIMARY KEY, kb_id uuid NOT NULL, name text NOT NULL)")
-    conn.execute("CREATE TABLE document_claims (source_id uuid NOT NULL, document_id uuid NOT NULL, "
-                 "PRIMARY KEY (source_id, document_id))")
+    """Issue 14's two tables, as far as the teardown reads them, where its migration has not made them
+    (with it, the real ones are used: the inserts below fill the columns they require)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS sync_sources (id uuid PRIMARY KEY, kb_id uuid NOT NULL, "
+                 "name text NOT NULL, connector text NOT NULL, config jsonb NOT NULL, created_by text NOT NULL)")
+    conn.execute("CREATE TABLE IF NOT EXISTS document_claims (source_id uuid NOT NULL, document_id uuid NOT NULL, "
+                 "source_path text NOT NULL, PRIMARY KEY (source_id, document_id))")
+
+
+def _source(conn, source_id: uuid.UUID, kb_id: uuid.UUID, document_id: uuid.UUID) -> None:
+    conn.execute("INSERT INTO sync_sources (id, kb_id, name, connector, config, created_by) "
+                 "VALUES (%s, %s, 'share', 's3', '{}'::jsonb, 'ann')", (source_id, kb_id))
+    conn.execute("INSERT INTO document_claims (source_id, document_id, source_path) VALUES (%s, %s, 's3://x/y')",
+                 (source_id, document_id))
 
 
 def test_after_a_base_teardown_nothing_of_it_is_left_and_the_receipt_counts_what_was_there(world: World):
@@ -121,13 +130,10 @@ def test_after_a_base_teardown_nothing_of_it_is_left_and_the_receipt_counts_what
     world.stages.store.put(f"inbox/{kb.id}/stray.txt", b"never announced")
     with transaction() as conn:
         _sync_tables(conn)
-        sources = [uuid.uuid4(), uuid.uuid4()]
-        for sid in sources:
-            conn.execute("INSERT INTO sync_sources (id, kb_id, name) VALUES (%s, %s, 'share')", (sid, kb.id))
-            conn.execute("INSERT INTO document_claims VALUES (%s, %s)", (sid, uploaded[0]))
+        for sid in (uuid.uuid4(), uuid.uuid4()):
+            _source(conn, sid, kb.id, uploaded[0])
         other_source = uuid.uuid4()
-        conn.execute("INSERT INTO sync_sources (id, kb_id, name) VALUES (%s, %s, 'theirs')", (other_source, other.id))
-        conn.execute("INSERT INTO document_claims VALUES (%s, %s)", (other_source, kept))
+        _source(conn, other_source, other.id, kept)
 
     docs = world.document_ids(kb)
     assert len(docs) == 5
