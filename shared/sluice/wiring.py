@@ -6,6 +6,7 @@ import threading
 from functools import lru_cache
 
 from sluice import aws
+from sluice.access.bases import DefaultEmbedding
 from sluice.config import get_settings
 from sluice.db.connection import transaction
 from sluice.embedding import (
@@ -14,8 +15,10 @@ from sluice.embedding import (
     SecretsManagerKeyVault,
     SecretsManagerSecretReader,
     build_embedder,
+    find_model,
 )
 from sluice.embedding.rerank import Reranker, RerankerSettings, build_reranker
+from sluice.ingest.recovery import StageQueues
 from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import Intake
 from sluice.storage import JobQueue, ObjectStore, StepFunctionsWorkflow
@@ -48,12 +51,25 @@ def reranker() -> Reranker | None:
     return build_reranker(settings, bedrock_agent_client=bedrock, secrets=secrets)
 
 
+def default_embedding() -> DefaultEmbedding:
+    """The deployment's default embedding, checked against the catalog (a typo fails by name)."""
+    settings = get_settings()
+    entry = find_model(settings.default_embedding_provider, settings.default_embedding_model)
+    return DefaultEmbedding(entry.provider, entry.model)
+
+
 def object_store() -> ObjectStore:
     return stage_context().store
 
 
 def job_queue() -> JobQueue:
     return JobQueue(aws.client("sqs"), get_settings().ingest_queue_url)
+
+
+def stage_queues() -> StageQueues:
+    s, sqs = get_settings(), aws.client("sqs")
+    return StageQueues(ingest=JobQueue(sqs, s.ingest_queue_url), chunk=JobQueue(sqs, s.chunk_queue_url),
+                       embed=JobQueue(sqs, s.embed_queue_url))
 
 
 @lru_cache(maxsize=1)

@@ -115,6 +115,7 @@ KNOWN = [
 ]
 # Routes that name no base, collection or document, and the listings, checked by their own tests.
 UNTARGETED = {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/rag/embedding-models"), ("POST", "/kb"),
+              ("GET", "/rag/text-search-languages"),
               ("GET", "/kb"), ("GET", "/rag/collections"), ("GET", "/rag/supported-formats")}
 # A receipt names a teardown, not a base: who reads it is tested in tests/e2e/test_teardown_http.py.
 # (DELETE /kb/{kb_id} and DELETE /rag/collections/{name} are checked below as every other route is:

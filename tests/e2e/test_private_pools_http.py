@@ -90,3 +90,19 @@ def test_the_kill_switch_parameter_stops_uploads_while_search_keeps_working(runt
     finally:
         ssm.put_parameter(Name=name, Value="false", Type="String", Overwrite=True)
     assert presign(api, kb).status_code == 202
+
+
+def test_the_deployment_default_embedding_is_what_a_plain_base_gets_and_the_catalog_says(runtime, client_for, limits):
+    api = client_for(f"dora_{uuid.uuid4().hex[:6]}")
+    catalog = api.get("/rag/embedding-models").json()
+    assert catalog["default"] == {"provider": "local", "model": "all-MiniLM-L6-v2"}
+    assert [m["model"] for m in catalog["models"] if m["is_default"]] == ["all-MiniLM-L6-v2"]
+    limits(DEFAULT_EMBEDDING_PROVIDER="bedrock", DEFAULT_EMBEDDING_MODEL="amazon.titan-embed-text-v2:0")
+    assert api.get("/rag/embedding-models").json()["default"] == {
+        "provider": "bedrock", "model": "amazon.titan-embed-text-v2:0"}
+    kb = personal_base(api)
+    assert (kb["embedding_provider"], kb["embedding_model"], kb["embedding_dim"]) == (
+        "bedrock", "amazon.titan-embed-text-v2:0", 1024)
+    limits(DEFAULT_EMBEDDING_MODEL="no-such-model")
+    resp = api.post("/kb", json={"name": "Broken default"})
+    assert resp.status_code == 400 and "embedding_model" in resp.json()["error"]["details"]["fields"]

@@ -19,7 +19,7 @@ from pgvector.psycopg import register_vector
 from sluice import cli
 from sluice.db.migrations import migrate, vector_version, version_tuple
 from sluice.vectors import store
-from sluice.vectors.search import BaseScope, table_facts, vector_candidates
+from sluice.vectors.search import BaseScope, find_candidates, table_facts
 
 DIM, N, K = 8, 4_000, 10
 COLLECTION = "legacy"
@@ -57,7 +57,7 @@ def search_all(url: str, vectors: np.ndarray, scope: list[BaseScope]):
         register_vector(c)
         out = []
         for q in queries:
-            found, plan = vector_candidates(c, COLLECTION, vector=q, text="", scope=scope, limit=K)
+            found, plan = find_candidates(c, COLLECTION, vector=q, text="", scope=scope, limit=K)
             c.rollback()
             exact = np.argsort(-(vectors @ (q / np.linalg.norm(q))), kind="stable")[:K]
             out.append((plan.strategy, [f.chunk_index for f in found], [int(i) for i in exact]))

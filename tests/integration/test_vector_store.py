@@ -12,7 +12,7 @@ from sluice.errors import ValidationError
 from sluice.search.ranking import rank
 from sluice.vectors import store
 from sluice.vectors.names import validate_collection_name
-from sluice.vectors.search import BaseScope, vector_candidates
+from sluice.vectors.search import BaseScope, find_candidates
 
 
 def unit(v: list[float]) -> list[float]:
@@ -49,7 +49,7 @@ def test_copy_write_and_scoped_hybrid_search(conn):
     store.insert_chunks(conn, "notes", rows(uuid.uuid4(), kb_b, ["secret of tenant b"], [unit([1, 0, 0])]))
     assert store.count_chunks(conn, "notes") == 4 and store.count_chunks(conn, "notes", doc) == 3
 
-    found, _ = vector_candidates(conn, "notes", vector=unit([1, 0, 0]), text="penalty clause",
+    found, _ = find_candidates(conn, "notes", vector=unit([1, 0, 0]), text="penalty clause",
                                  scope=[BaseScope(kb_a, None)], limit=8)
     assert {c.kb_id for c in found} == {kb_a}
     # the score is the full-precision cosine, whatever the index stores

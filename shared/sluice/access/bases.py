@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import secrets
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,11 +28,18 @@ from sluice.embedding import CatalogModel, find_model, load_catalog
 from sluice.embedding.endpoints import deployment_policy, endpoint_problem
 from sluice.errors import ConflictError, NameBusyError, ValidationError
 from sluice.identity import Principal
+from sluice.vectors import fulltext as vector_fulltext
 from sluice.vectors import store as vector_store
 from sluice.vectors.names import MAX_COLLECTION_CHARS, validate_collection_name
 
-DEFAULT_PROVIDER = "local"
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+@dataclass(frozen=True)
+class DefaultEmbedding:
+    """The embedding a base gets when its creator names none: the deployment's choice (its operator's)."""
+
+    provider: str = "local"
+    model: str = "all-MiniLM-L6-v2"
+
 # A derived name is random; a second draw is for the astronomically unlikely taken one.
 _DERIVE_ATTEMPTS = 3
 # How long a create waits for a write running on the name, and what its 409 asks to wait (R-TD-3).
@@ -53,6 +60,9 @@ class CreateKnowledgeBase(BaseModel):
     embedding_base_url: str | None = Field(None, max_length=2000)
     embedding_secret_id: str | None = Field(None, min_length=1, max_length=2048)
     ingestion_config: dict[str, Any] | None = None
+    text_search_language: str | None = Field(
+        None, max_length=63, description="The text search configuration of the full-text side (R-SRCH-7): one of "
+        "GET /rag/text-search-languages; default simple, or the collection's when it exists. Fixed once set.")
 
 
 class UpdateKnowledgeBase(BaseModel):
@@ -71,6 +81,7 @@ class UpdateKnowledgeBase(BaseModel):
     embedding_dim: int | None = None
     collection_name: str | None = None
     scope: str | None = None
+    text_search_language: str | None = None
 
 
 class GrantRequest(BaseModel):
@@ -153,7 +164,7 @@ def _adoptable_key(p: Principal, vault: KeyVault | None, scope: str, space: Know
 
 
 def _embedding_choice(p: Principal, body: CreateKnowledgeBase, holders: list[KnowledgeBase],
-                      vault: KeyVault | None) -> tuple[dict[str, Any], CatalogModel]:
+                      vault: KeyVault | None, default: DefaultEmbedding) -> tuple[dict[str, Any], CatalogModel]:
     if holders:
         # A name that exists is one embedding space: adopt it, refuse a disagreeing choice (R-EMB-1).
         space = holders[0]
@@ -178,10 +189,10 @@ def _embedding_choice(p: Principal, body: CreateKnowledgeBase, holders: list[Kno
         }
         entry = find_model(space.embedding_provider, space.embedding_model, space.embedding_dim)
     else:
-        provider = body.embedding_provider or DEFAULT_PROVIDER
-        model = body.embedding_model or (DEFAULT_MODEL if provider == DEFAULT_PROVIDER else None)
+        provider = body.embedding_provider or default.provider
+        model = body.embedding_model or (default.model if provider == default.provider else None)
         if model is None:
-            # There is no deployment default for a provider other than local: the chooser names one.
+            # A provider other than the deployment's default has no default model: the chooser names one.
             offered = [m.model for m in load_catalog() if m.provider == provider]
             if not offered:
                 find_model(provider, "")  # refuses the unknown provider, naming the field
@@ -211,7 +222,7 @@ def _check_scope(p: Principal, scope: str) -> None:
 
 
 def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
-                vault: KeyVault | None = None) -> KnowledgeBase:
+                vault: KeyVault | None = None, default: DefaultEmbedding = DefaultEmbedding()) -> KnowledgeBase:
     _check_scope(p, body.scope)
     if body.collection_name is not None:
         name = validate_collection_name(body.collection_name)
@@ -225,7 +236,8 @@ def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
             except ConflictError:
                 if attempt == _DERIVE_ATTEMPTS - 1:
                     raise
-    embedding, entry = _embedding_choice(p, body, holders, vault)
+    embedding, entry = _embedding_choice(p, body, holders, vault, default)
+    language = _language_choice(conn, name, body.text_search_language, holders)
     config = validate_collection_config(body.ingestion_config or {}, max_input_tokens=entry.max_input_tokens)
     kb = KnowledgeBase(
         id=uuid.uuid4(),
@@ -239,9 +251,22 @@ def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
         description=body.description,
         ingestion_config=config.model_dump(exclude_none=True),
         created_by=p.user_id,
+        text_search_language=language,
         **embedding,
     )
     return kb_repo.insert(conn, kb)
+
+
+def _language_choice(conn: Connection, name: str, asked: str | None, holders: list[KnowledgeBase]) -> str:
+    """R-SRCH-7: a collection has one language, its table's; a base joining one takes it, and a
+    base asking for another is refused with the field named."""
+    existing = holders[0].text_search_language if holders else vector_fulltext.table_language(conn, name)
+    if existing is None:
+        return vector_fulltext.check_language(conn, vector_fulltext.DEFAULT_LANGUAGE if asked is None else asked)
+    if asked is not None and asked != existing:
+        raise ValidationError("A collection has one text search language", fields={
+            "text_search_language": f"This collection searches text in {existing}; a base on it must too."})
+    return existing
 
 
 def _refuse_fixed(kb: KnowledgeBase, body: UpdateKnowledgeBase) -> None:
@@ -252,6 +277,8 @@ def _refuse_fixed(kb: KnowledgeBase, body: UpdateKnowledgeBase) -> None:
                          "embed at another.",
         "collection_name": "A base's collection name cannot change.",
         "scope": "A base's scope cannot change.",
+        "text_search_language": "The text search language is fixed when a collection is created; create a new "
+                                "base to search in another.",
     }
     changed = {k: why for k, why in fixed.items()
                if k in body.model_fields_set and getattr(body, k) != getattr(kb, k)}

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sluice.access.bases import DefaultEmbedding
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel
@@ -53,18 +54,32 @@ class CatalogModelOut(Body):
     max_input_tokens: int
     allowed_dims: list[int]
     description: str
+    is_default: bool = Field(description="Whether a base that names no embedding gets this one.")
+
+
+class DefaultModelOut(Body):
+    provider: str
+    model: str
 
 
 class EmbeddingModelsOut(Body):
     models: list[CatalogModelOut]
+    default: DefaultModelOut = Field(description="What a base that names no embedding embeds with.")
 
 
-def catalog_view(models: Sequence[CatalogModel]) -> EmbeddingModelsOut:
-    return EmbeddingModelsOut(models=[
-        CatalogModelOut(provider=m.provider, model=m.model, dim=m.dim, max_input_tokens=m.max_input_tokens,
-                        allowed_dims=list(m.allowed_dims), description=m.description)
-        for m in models
-    ])
+class TextSearchLanguagesOut(Body):
+    languages: list[str] = Field(description="The text search configurations a base may choose (R-SRCH-7).")
+    default: str = Field(description="What a base that names none on a new collection searches in.")
+
+
+def catalog_view(models: Sequence[CatalogModel], default: DefaultEmbedding) -> EmbeddingModelsOut:
+    return EmbeddingModelsOut(
+        models=[CatalogModelOut(provider=m.provider, model=m.model, dim=m.dim, max_input_tokens=m.max_input_tokens,
+                                allowed_dims=list(m.allowed_dims), description=m.description,
+                                is_default=(m.provider, m.model) == (default.provider, default.model))
+                for m in models],
+        default=DefaultModelOut(provider=default.provider, model=default.model),
+    )
 
 
 class SupportedFormatsOut(Body):
@@ -94,6 +109,7 @@ class KnowledgeBaseOut(Body):
     embedding_provider: str
     embedding_model: str
     embedding_dim: int
+    text_search_language: str
     ingestion_config: dict[str, Any]
     created_by: str
     created_at: datetime | None
@@ -127,7 +143,8 @@ def _kb_fields(kb: KnowledgeBase, *, writable: bool) -> dict[str, Any]:
         "id": str(kb.id), "name": kb.name, "collection_name": kb.collection_name, "scope": kb.scope,
         "org_id": kb.org_id, "owner_id": kb.owner_id, "is_default": kb.is_default, "description": kb.description,
         "embedding_provider": kb.embedding_provider, "embedding_model": kb.embedding_model,
-        "embedding_dim": kb.embedding_dim, "ingestion_config": kb.ingestion_config, "created_by": kb.created_by,
+        "embedding_dim": kb.embedding_dim, "text_search_language": kb.text_search_language,
+        "ingestion_config": kb.ingestion_config, "created_by": kb.created_by,
         "created_at": kb.created_at, "can_write": writable,
     }
 
@@ -147,6 +164,7 @@ class CollectionOut(Body):
     name: str
     embedding_model: str
     embedding_dim: int
+    text_search_language: str
     knowledge_bases: list[BaseOnCollectionOut]
 
 
@@ -158,6 +176,7 @@ def collection_view(name: str, bases: Sequence[KnowledgeBase]) -> CollectionOut:
     """One collection name, once, with the bases on it the caller reaches (they share one embedding space)."""
     return CollectionOut(
         name=name, embedding_model=bases[0].embedding_model, embedding_dim=bases[0].embedding_dim,
+        text_search_language=bases[0].text_search_language,
         knowledge_bases=[BaseOnCollectionOut(id=str(kb.id), name=kb.name, scope=kb.scope, org_id=kb.org_id)
                          for kb in bases],
     )
@@ -188,7 +207,9 @@ class DocumentOut(Body):
     attempt: int
     source: str
     source_path: str | None
-    content_hash: str | None
+    content_hash: str | None = Field(
+        description="The sha256 of the stored file's bytes (hex), set when the parse stage reads it; null before. "
+                    "`sluice ingest` sends no file whose content a base already holds.")
     organizational_unit: str | None
     document_type: str | None
     document_date: date | None
@@ -351,6 +372,8 @@ class SearchResultOut(Body):
 
 class DiagnosticCandidateOut(SearchResultOut):
     passed: bool = Field(description="Whether the candidate passes the gates a search applies.")
+    found_by: list[Literal["vector", "text"]] = Field(
+        description="Which side of the pool found it: the vector top, the full-text top, or both (R-SRCH-1).")
 
 
 class SearchOut(Body):
@@ -400,7 +423,8 @@ def search_view(outcome: SearchOutcome) -> SearchOut:
 def diagnostic_view(outcome: SearchOutcome) -> DiagnosticOut:
     return DiagnosticOut(
         query=outcome.query, vec_gate=VEC_GATE, reranker_gate=RERANK_GATE,
-        candidates=[DiagnosticCandidateOut(**_result_fields(c), passed=passes_gates(c)) for c in outcome.results],
+        candidates=[DiagnosticCandidateOut(**_result_fields(c), passed=passes_gates(c), found_by=list(c.found_by))
+                    for c in outcome.results],
         count=len(outcome.results),
     )
 

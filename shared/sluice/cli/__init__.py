@@ -14,14 +14,23 @@ from typing import Any
 def _local_up(args: argparse.Namespace) -> int:
     from sluice.local.runtime import LocalRuntime
 
-    runtime = LocalRuntime(api_port=args.port, data_dir=Path(args.data_dir) if args.data_dir else None)
+    runtime = LocalRuntime(api_port=args.port, moto_port=args.moto_port, pumps=not args.no_pumps,
+                           data_dir=Path(args.data_dir) if args.data_dir else None, concurrency=args.concurrency)
     print("Starting Sluice locally (embedded PostgreSQL, moto, the wiring of template.yaml)...", flush=True)
     runtime.start()
+    failed, originals = runtime.recovered
     print(f"\nSluice API:  {runtime.api_url}")
+    print(f"S3 (moto):   {runtime.moto_url}  bucket {runtime.bucket}")
+    print(f"             drop a file: aws --endpoint-url {runtime.moto_url} s3 cp report.pdf "
+          f"s3://{runtime.bucket}/inbox/<kb_id>/report.pdf")
     print(f"pgvector:    {_pgvector_line(runtime.database_url or '')}")
     print(f"Health:      curl {runtime.api_url}/health")
     print("Get a token: sluice local token --user alice")
     print(f"Then:        curl -H \"Authorization: Bearer $TOKEN\" {runtime.api_url}/kb")
+    if failed or originals:
+        print(f"Restarted:   the local object store and queues live in memory and started empty: {failed} "
+              f"document(s) in flight were marked error, and {originals} document(s) keep their chunks "
+              "(search finds them) but not their stored originals.")
     print("Ctrl-C stops.", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -101,6 +110,14 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.path) if args.path else None, queries=args.query)
 
 
+def _model_export(args: argparse.Namespace) -> int:
+    from sluice.embedding.export import export_default
+
+    folder = export_default(Path(args.out) if args.out else None, int8=args.int8)
+    print(f"exported {'int8' if args.int8 else 'fp32'} model to {folder}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sluice", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -108,7 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     local = sub.add_parser("local", help="run Sluice on this machine").add_subparsers(dest="local", required=True)
     up = local.add_parser("up", help="start the local runtime")
     up.add_argument("--port", type=int, default=int(os.environ.get("SLUICE_PORT", "8787")))
+    up.add_argument("--moto-port", type=int, default=int(os.environ.get("SLUICE_MOTO_PORT", "4566")),
+                    help="where the local S3, SQS, KMS and Step Functions answer (moto); stable, so scripts can drop "
+                         "files into inbox/")
     up.add_argument("--data-dir", default=None, help="where embedded PostgreSQL keeps data (.sluice/)")
+    up.add_argument("--concurrency", type=int, default=int(os.environ.get("SLUICE_CONCURRENCY", "4")),
+                    help="events of one function that may run at once, as Lambda runs several environments")
+    up.add_argument("--no-pumps", action="store_true",
+                    help="accept requests but run no stage or schedule (to look at what is queued)")
     up.set_defaults(func=_local_up)
     token = local.add_parser("token", help="mint a dev token the local gateway accepts")
     token.add_argument("--user", required=True)
@@ -133,9 +157,19 @@ def build_parser() -> argparse.ArgumentParser:
     openapi.add_argument("--check", action="store_true", help="only say whether the committed file is current")
     openapi.set_defaults(func=_openapi)
 
+    model = sub.add_parser("model", help="the bundled embedding model").add_subparsers(dest="model", required=True)
+    export = model.add_parser("export", help="build the ONNX model the local provider serves (a build step)")
+    export.add_argument("--out", default=None,
+                        help="models root: writes OUT/<model>/ (default: the root the runtime reads, inside "
+                             "this Python environment; SLUICE_MODEL_DIR names it to the runtime)")
+    export.add_argument("--int8", action="store_true", help="dynamically quantised weights (see bench/README.md)")
+    export.set_defaults(func=_model_export)
+
+    from sluice.cli.ingest import add_parser as add_ingest
     from sluice.cli.search import add_parser as add_search
 
     add_search(sub)
+    add_ingest(sub)
 
     from sluice.cli.collections import add_parser as add_collections
     from sluice.cli.drop import add_parser as add_drop

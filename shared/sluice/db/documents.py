@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -46,6 +46,8 @@ class Document:
     # The current stage's progress, where it has steps (embedding: provider batches done / all).
     progress_done: int | None = None
     progress_total: int | None = None
+    # The attempt the reaper re-drove once already (sluice.ingest.recovery), if any.
+    redriven_attempt: int | None = None
 
     def is_current(self, attempt: int | None) -> bool:
         """Whether a stage event for ``attempt`` (any attempt, with None) may still act on this row."""
@@ -164,12 +166,14 @@ def replaced_by(conn: Connection, doc: Document) -> list[Document]:
 _UPDATABLE = {
     "status", "stage", "error_message", "vector_document_id", "chunk_count", "filetype", "filesize",
     "content_hash", "completed_at", "attempt", "storage_path", "last_failure", "source_etag", "source_sequencer",
-    "progress_done", "progress_total",
+    "progress_done", "progress_total", "redriven_attempt",
 }
 
 
-def update(conn: Connection, doc_id: uuid.UUID, *, expect_attempt: int | None = None, **values: Any) -> bool:
-    """Update fields; with ``expect_attempt`` only while the row is still on that attempt."""
+def update(conn: Connection, doc_id: uuid.UUID, *, expect_attempt: int | None = None,
+           expect_updated_at: datetime | None = None, **values: Any) -> bool:
+    """Update fields; with ``expect_attempt`` only while the row is still processing that attempt,
+    with ``expect_updated_at`` only if nothing changed it since it was read."""
     unknown = set(values) - _UPDATABLE
     if unknown:
         raise ValueError(f"not updatable: {sorted(unknown)}")
@@ -177,11 +181,23 @@ def update(conn: Connection, doc_id: uuid.UUID, *, expect_attempt: int | None = 
     where = "id = %(doc_id)s"
     if expect_attempt is not None:
         where += " AND attempt = %(expect_attempt)s AND status = 'processing'"
+    if expect_updated_at is not None:
+        where += " AND updated_at = %(expect_updated_at)s"
     cur = conn.execute(
         f"UPDATE documents SET {sets}, updated_at = now() WHERE {where}",
-        {**values, "doc_id": doc_id, "expect_attempt": expect_attempt},
+        {**values, "doc_id": doc_id, "expect_attempt": expect_attempt, "expect_updated_at": expect_updated_at},
     )
     return cur.rowcount > 0
+
+
+def stale_processing(conn: Connection, *, idle_for: timedelta, limit: int) -> list[Document]:
+    """Rows still processing that nothing has changed for ``idle_for``, the longest idle first."""
+    rows = conn.execute(
+        f"SELECT {_FIELDS} FROM documents WHERE status = 'processing' AND updated_at < now() - %s "
+        "ORDER BY updated_at, id LIMIT %s",
+        (idle_for, limit),
+    ).fetchall()
+    return [Document(**r) for r in rows]
 
 
 def delete(conn: Connection, doc_id: uuid.UUID) -> bool:

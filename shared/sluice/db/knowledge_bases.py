@@ -32,6 +32,8 @@ class KnowledgeBase:
     embedding_secret_id: str | None
     ingestion_config: dict[str, Any]
     created_by: str
+    # R-SRCH-7: the text search configuration of the collection's full-text side.
+    text_search_language: str = "simple"
     created_at: datetime | None = None
     updated_at: datetime | None = None
     grants: dict[str, str] = field(default_factory=dict)
@@ -49,7 +51,7 @@ class KnowledgeBase:
 _FIELDS = (
     "id, name, collection_name, scope, owner_id, org_id, is_default, description, embedding_provider, "
     "embedding_model, embedding_dim, embedding_base_url, embedding_secret_id, ingestion_config, "
-    "created_by, created_at, updated_at"
+    "created_by, text_search_language, created_at, updated_at"
 )
 
 
@@ -62,10 +64,11 @@ def insert(conn: Connection, kb: KnowledgeBase) -> KnowledgeBase:
         f"""
         INSERT INTO knowledge_bases (id, name, collection_name, scope, owner_id, org_id, is_default,
             description, embedding_provider, embedding_model, embedding_dim, embedding_base_url,
-            embedding_secret_id, ingestion_config, created_by)
+            embedding_secret_id, ingestion_config, created_by, text_search_language)
         VALUES (%(id)s, %(name)s, %(collection_name)s, %(scope)s, %(owner_id)s, %(org_id)s, %(is_default)s,
             %(description)s, %(embedding_provider)s, %(embedding_model)s, %(embedding_dim)s,
-            %(embedding_base_url)s, %(embedding_secret_id)s, %(ingestion_config)s, %(created_by)s)
+            %(embedding_base_url)s, %(embedding_secret_id)s, %(ingestion_config)s, %(created_by)s,
+            %(text_search_language)s)
         RETURNING {_FIELDS}
         """,
         {**kb.__dict__, "ingestion_config": Jsonb(kb.ingestion_config)},

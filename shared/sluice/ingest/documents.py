@@ -14,6 +14,7 @@ from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.errors import CollectionNotFoundError, NotFoundError, StoredFileMissingError, ValidationError
 from sluice.identity import Principal
 from sluice.ingest.artifacts import read_parsed
+from sluice.ingest.events import ParseJob
 from sluice.storage import JobQueue, ObjectStore, content_key, stage_key
 from sluice.vectors import store as vector_store
 
@@ -157,4 +158,4 @@ def retry_document(conn: Connection, p: Principal, store: ObjectStore, doc_id: s
 
 
 def send_retry(queue: JobQueue, doc: Document) -> None:
-    queue.send({"document_id": str(doc.id), "attempt": doc.attempt})
+    queue.send(ParseJob(doc.id, doc.attempt).message())

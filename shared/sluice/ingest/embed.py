@@ -101,7 +101,7 @@ def store_chunks(ctx: StageContext, doc_id: uuid.UUID, attempt: int, kb: Knowled
             raise CollectionTornDownError(
                 "The collection was being torn down when this document was indexed, so nothing was written; "
                 "upload it again once the teardown is done.")
-        vector_store.ensure_table(conn, kb.collection_name, kb.embedding_dim)
+        vector_store.ensure_table(conn, kb.collection_name, kb.embedding_dim, language=kb.text_search_language)
         vector_store.replace_document_chunks(conn, kb.collection_name, doc_id, rows)
         retired = retire_replaced(conn, doc)
         doc_repo.update(conn, doc_id, status="done", stage="done", chunk_count=len(rows),

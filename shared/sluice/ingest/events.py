@@ -1,4 +1,5 @@
-"""What a stage queue message means: an S3 notification, S3's test event, or a direct job.
+"""What a stage queue message means: an S3 notification, S3's test event, or a direct job; and
+the messages Sluice sends itself, in the same shapes.
 
 Keys in S3 notifications are URL-encoded (``+`` for a space), as on AWS.
 """
@@ -9,7 +10,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import quote_plus, unquote_plus
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,15 @@ class ParseJob:
 
     document_id: uuid.UUID
     attempt: int
+
+    def message(self) -> dict[str, Any]:
+        return {"document_id": str(self.document_id), "attempt": self.attempt}
+
+
+def object_created_message(key: str) -> dict[str, Any]:
+    """The notification S3 sends when ``key`` is written: what re-runs the stage that reads it."""
+    return {"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+                         "s3": {"object": {"key": quote_plus(key)}}}]}
 
 
 def read_message(body: str) -> list[ObjectEvent | ParseJob]:

@@ -4,7 +4,6 @@ template.yaml, the SQS pumps and the HTTP gateway, in one process (DESIGN "The l
 from __future__ import annotations
 
 import functools
-import importlib.util
 import logging
 import os
 import socket
@@ -15,10 +14,10 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from sluice.local.gateway import LOOPBACK_HOSTS, Gateway
+from sluice.local.instances import Instances
 from sluice.local.pump import QueuePump
 from sluice.local.template import ACCOUNT, REGION, FunctionDef, Resolver, Template, function_environment, parse
 from sluice.local.tokens import dev_secret
@@ -70,7 +69,7 @@ class LambdaContext:
 class LocalRuntime:
     def __init__(self, *, root: Path | None = None, data_dir: Path | None = None, api_port: int = 8787,
                  moto_port: int | None = None, database_url: str | None = None, pumps: bool = True,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", concurrency: int = 4) -> None:
         self.root = root or project_root()
         self.data_dir = data_dir or self.root / ".sluice"
         self.api_port = api_port
@@ -83,13 +82,17 @@ class LocalRuntime:
         self.queue_urls: dict[str, str] = {}
         self.queue_arns: dict[str, str] = {}
         self.pumps: list[QueuePump] = []
-        self._modules: dict[str, ModuleType] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        # Each function's execution environments: up to `concurrency` events of one function at once.
+        self.concurrency = concurrency
+        self._instances: dict[str, Instances] = {}
         self._pg: Any = None
         self._moto: Any = None
         self._http: Any = None
         self._http_thread: threading.Thread | None = None
         self.state_machine_arns: dict[str, str] = {}
+        self.recovered = (0, 0)
+        self.jwt_secret = ""
+        self._environ_before: dict[str, str] | None = None
         self.scheduler = Scheduler(self.template, self.invoke)
         self._unroute: Callable[[], None] | None = None
 
@@ -103,6 +106,7 @@ class LocalRuntime:
         return f"http://127.0.0.1:{self.moto_port}"
 
     def start(self) -> LocalRuntime:
+        self._environ_before = dict(os.environ)
         self._quiet()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._start_postgres()
@@ -112,6 +116,7 @@ class LocalRuntime:
         from sluice.db.migrations import migrate
 
         migrate(self.database_url or "")
+        self.recovered = self._recover()
         for fn in self.template.functions.values():
             self._load(fn)
         self._unroute = route_lambda_tasks(self.invoke, set(self.template.functions))
@@ -142,12 +147,40 @@ class LocalRuntime:
         if self._pg is not None:
             self._pg.cleanup()
             self._pg = None
+        self._restore_environment()
+
+    def _restore_environment(self) -> None:
+        """Leave the process environment as it was: a later runtime in this process must not take
+        this one's database, endpoints or token secret for configured values."""
+        if self._environ_before is None:
+            return
+        os.environ.clear()
+        os.environ.update(self._environ_before)
+        self._environ_before = None
+        from sluice import wiring
+        from sluice.config import reset_settings
+
+        reset_settings()
+        wiring.reset()
 
     def __enter__(self) -> LocalRuntime:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _recover(self) -> tuple[int, int]:
+        """moto keeps objects and messages in memory: after a restart nothing in flight will ever
+        move again, so those rows fail with a sentence saying why, never stay processing.
+        Returns (documents failed, documents whose stored original is gone)."""
+        from sluice.db.connection import transaction
+        from sluice.ingest.recovery import LOCAL_RESET, fail_in_flight, stored_originals
+
+        with transaction() as conn:
+            row = conn.execute("SELECT to_regclass('documents') IS NOT NULL AS present").fetchone()
+            if row is None or not row["present"]:
+                return 0, 0  # a template of other functions, whose migrations hold no documents
+            return fail_in_flight(conn, LOCAL_RESET), stored_originals(conn)
 
     # --- pieces ------------------------------------------------------------------------------
     @staticmethod
@@ -250,7 +283,8 @@ class LocalRuntime:
         env["DATABASE_URL"] = self.database_url or ""
         env["SLUICE_CATALOG_PATH"] = str(self.root / "infra" / "catalog" / "embedding_models.json")
         env["SLUICE_MIGRATIONS_DIR"] = str(self.root / "infra" / "migrations")
-        env["SLUICE_DEV_JWT_SECRET"] = dev_secret(self.data_dir, os.environ.get("SLUICE_DEV_JWT_SECRET", ""))
+        self.jwt_secret = dev_secret(self.data_dir, os.environ.get("SLUICE_DEV_JWT_SECRET", ""))
+        env["SLUICE_DEV_JWT_SECRET"] = self.jwt_secret
         os.environ.update(env)
         os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
@@ -264,24 +298,20 @@ class LocalRuntime:
         close_pool()
         wiring.reset()
 
-    def _load(self, fn: FunctionDef) -> ModuleType:
-        if fn.name not in self._modules:
+    def _load(self, fn: FunctionDef) -> Instances:
+        if fn.name not in self._instances:
             module_name, _, _ = fn.handler.rpartition(".")
             path = self.root / fn.code_uri / f"{module_name.replace('.', '/')}.py"
-            spec = importlib.util.spec_from_file_location(f"sluice_function_{fn.name}", path)
-            assert spec and spec.loader
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            self._modules[fn.name] = module
-            self._locks[fn.name] = threading.Lock()
-        return self._modules[fn.name]
+            self._instances[fn.name] = Instances(fn.name, path, self.concurrency)
+            self._instances[fn.name].warm()
+        return self._instances[fn.name]
 
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
-        """Call a function's handler as Lambda would: one event at a time per function."""
+        """Call a function's handler as Lambda would: each environment one event at a time, several
+        environments of a function at once."""
         fn = self.template.functions[function]
-        handler = getattr(self._load(fn), fn.handler.rpartition(".")[2])
-        with self._locks[function]:
-            return handler(event, LambdaContext(function, fn.timeout))
+        with self._load(fn).checkout() as module:
+            return getattr(module, fn.handler.rpartition(".")[2])(event, LambdaContext(function, fn.timeout))
 
     def _start_pumps(self) -> None:
         sqs = self._client("sqs")

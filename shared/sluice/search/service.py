@@ -35,8 +35,8 @@ from sluice.vectors.search import (
     Candidate,
     ChunkFilter,
     Plan,
+    find_candidates,
     organizational_units,
-    vector_candidates,
 )
 
 log = logging.getLogger("sluice.search")
@@ -169,7 +169,7 @@ def _gather(conn: Connection, p: Principal, collections: Sequence[str], query: s
         if spec not in vectors:
             vectors[spec] = embedder_for(spec).embed_query(query)
         scope = [BaseScope(b.id, b.org_id) for b in bases]
-        got, plans[name] = vector_candidates(conn, name, vector=vectors[spec], text=query, scope=scope,
+        got, plans[name] = find_candidates(conn, name, vector=vectors[spec], text=query, scope=scope,
                                              limit=limit, filters=flt)
         found += got
     return found, plans

@@ -67,7 +67,11 @@ def incoming_key(document_id: uuid.UUID, filename: str) -> str:
     stored original means a second POST never replaces what was indexed (the
     stage moves only the first arrival to the document's storage key).
     """
-    return f"incoming/{document_id}/{safe_filename(filename)}"
+    return f"{incoming_prefix(document_id)}{safe_filename(filename)}"
+
+
+def incoming_prefix(document_id: uuid.UUID) -> str:
+    return f"incoming/{document_id}/"
 
 
 def incoming_document_id(key: str) -> uuid.UUID | None:

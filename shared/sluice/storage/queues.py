@@ -1,4 +1,5 @@
-"""The SQS adapter for jobs Sluice sends itself (a retry's parse job) rather than S3."""
+"""The SQS adapter for messages Sluice sends itself (a retry's parse job, the reaper's re-drive)
+rather than S3."""
 
 from __future__ import annotations
 
@@ -13,3 +14,8 @@ class JobQueue:
 
     def send(self, message: dict[str, Any]) -> None:
         self._sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(message))
+
+    def waiting(self) -> int:
+        """Messages in the queue no consumer has taken yet (SQS's approximate count)."""
+        attrs = self._sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"])
+        return int(attrs["Attributes"]["ApproximateNumberOfMessages"])

@@ -105,6 +105,16 @@ class ObjectStore:
             raise
         return StoredObject(key, int(resp["ContentLength"]), resp["ETag"].strip('"'), resp.get("Metadata", {}))
 
+    def first_key(self, prefix: str) -> str | None:
+        """The first key under ``prefix``, or None: a listing, so it needs no read of any object."""
+        listed = self._s3.list_objects_v2(Bucket=self.bucket, Prefix=prefix, MaxKeys=1)
+        contents = listed.get("Contents") or []
+        return str(contents[0]["Key"]) if contents else None
+
+    def exists(self, key: str) -> bool:
+        """Whether ``key`` is stored, by listing (the reaper may list the bucket, not read it)."""
+        return self.first_key(key) == key
+
     def delete(self, key: str) -> None:
         self._s3.delete_object(Bucket=self.bucket, Key=key)
 

@@ -1,8 +1,15 @@
-"""Candidate retrieval over one collection table (R-SRCH-1..3).
+"""Candidate retrieval over one collection table (R-SRCH-1..3, R-SRCH-7).
 
-The vector top ``limit`` by cosine among the rows in scope, each with its
-Postgres full-text rank; how candidates are then weighed, gated and deduplicated
-is the search's policy (``sluice.search.ranking``), not this layer's.
+The pool is the union of the vector top ``limit`` by cosine and the full-text top
+``limit`` by Postgres' rank in the collection's language (``sluice.vectors.fulltext``),
+both among the rows in scope; every candidate carries both scores (a text-only
+candidate's cosine is computed for it) and which side found it. How candidates are
+then weighed, gated and deduplicated is the search's policy
+(``sluice.search.ranking``), not this layer's.
+
+The text side is exact by construction: the scope and filters are in its WHERE,
+the GIN index finds the rows holding a query lexeme, and each is ranked. The
+vector side is where the plan matters:
 
 Scope before top-k (R-SRCH-3). The scope (the caller's resolved bases and their
 tenants) and the filters are one WHERE clause inside the query that computes the
@@ -57,6 +64,7 @@ from psycopg.rows import dict_row
 
 from sluice.db.connection import Connection
 from sluice.db.migrations import version_tuple
+from sluice.vectors.fulltext import DEFAULT_LANGUAGE, TEXT_RANK, TextRank, language_of_expression, text_query
 from sluice.vectors.names import index_name, table_ident, table_name
 from sluice.vectors.store import IndexKind, table_exists
 
@@ -162,6 +170,8 @@ class Candidate:
     # Set by the search service when the deployment has a reranker (sluice.search.ranking).
     reranker_score: float | None = None
     document_date: date | None = None
+    # Which side of the pool found it: "vector", "text", or both (the diagnostic view shows it).
+    found_by: tuple[str, ...] = ("vector",)
 
 
 @dataclass(frozen=True)
@@ -232,6 +242,7 @@ class TableFacts:
     iterative_scan: bool  # the database's pgvector (its extversion) has iterative index scans
     index: IndexKind = "vector"  # what the table's HNSW index stores: the ORDER BY must match it
     dim: int = 0
+    language: str = DEFAULT_LANGUAGE  # the text search configuration of its content_tsv column
 
 
 def table_facts(conn: Connection, collection: str) -> TableFacts:
@@ -244,7 +255,10 @@ def table_facts(conn: Connection, collection: str) -> TableFacts:
                   (SELECT atttypmod FROM pg_attribute
                     WHERE attrelid = to_regclass(%(t)s) AND attname = 'embedding') AS dim,
                   (SELECT o.opcname FROM pg_index x JOIN pg_opclass o ON o.oid = x.indclass[0]
-                    WHERE x.indexrelid = to_regclass(%(i)s)) AS opclass""",
+                    WHERE x.indexrelid = to_regclass(%(i)s)) AS opclass,
+                  (SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d
+                     JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+                    WHERE d.adrelid = to_regclass(%(t)s) AND a.attname = 'content_tsv') AS tsv""",
         {"t": table_name(collection), "i": index_name(collection, "embedding_idx")},
     ).fetchone()
     if values is None or not values["present"]:
@@ -254,7 +268,7 @@ def table_facts(conn: Connection, collection: str) -> TableFacts:
         rows = _estimated_rows(conn, collection, sql.SQL("true"), {})
     index: IndexKind = "halfvec" if values["opclass"] == "halfvec_cosine_ops" else "vector"
     return TableFacts(True, rows, supports_iterative_scan(version_tuple(values["version"])), index,
-                      int(values["dim"] or 0))
+                      int(values["dim"] or 0), language_of_expression(values["tsv"]))
 
 
 def _estimated_rows(conn: Connection, collection: str, where: sql.Composable, params: dict[str, Any]) -> float:
@@ -311,7 +325,7 @@ def choose_plan(conn: Connection, collection: str, where: sql.Composable, params
         table_rows = table_facts(conn, collection).rows
     # The planner's estimate, not a count: counting a scope of a few thousand rows costs as much as
     # scanning it. A wrong estimate costs time, never rows: too low and the exact scan is slower
-    # than needed; too high and a short graph answer is redone exactly (vector_candidates).
+    # than needed; too high and a short graph answer is redone exactly (find_candidates).
     estimate = _estimated_rows(conn, collection, where, params)
     return plan_for(estimate, table_rows, limit, iterative=iterative,
                     exact_rows=EXACT_SCAN_ROWS if exact_rows is None else exact_rows)
@@ -330,38 +344,60 @@ _VECTOR_ORDER = sql.SQL("embedding <=> %(vec)s")
 _HALFVEC_ORDER = "embedding::halfvec({d}) <=> %(vec)s::halfvec({d})"
 
 # `nearest` takes the first `fetch` rows the index yields (only ids: an iterative walk may yield
-# thousands); `hits` orders them by the full-precision distance, which both a relaxed-order scan
-# and a halfvec index need, and keeps `limit`; only those are read whole.
+# thousands); `vector_side` orders them by the full-precision distance, which both a relaxed-order
+# scan and a halfvec index need, and keeps `limit`. `text_side` is the full-text top `limit` of the
+# same scope (the GIN index, then the rank). Only the pool's rows are read whole, and each is scored
+# both ways: a text-only candidate's cosine is one more distance.
 _CANDIDATES = """
-WITH q AS (
-    SELECT replace(plainto_tsquery('simple', %(text)s)::text, '&', '|') AS terms
-), nearest AS MATERIALIZED (
+WITH nearest AS MATERIALIZED (
     SELECT id, embedding <=> %(vec)s AS distance
       FROM {t}
      WHERE {where}
      ORDER BY {order}
      LIMIT %(fetch)s
-), hits AS (
-    SELECT id, distance FROM nearest ORDER BY distance, id LIMIT %(limit)s
+), vector_side AS (
+    SELECT id FROM nearest ORDER BY distance, id LIMIT %(limit)s
+){text_side}, pool AS (
+    SELECT id, bool_or(side = 'vector') AS by_vector, bool_or(side = 'text') AS by_text
+      FROM ({sides}) AS found
+     GROUP BY id
 )
-SELECT {columns}, hits.distance, 1 - hits.distance AS vec_score,
-       CASE WHEN q.terms = '' THEN 0.0 ELSE ts_rank(c.content_tsv, q.terms::tsquery) END AS text_score
-  FROM hits JOIN {t} AS c USING (id) CROSS JOIN q
- ORDER BY hits.distance, id
+SELECT {columns}, 1 - (c.embedding <=> %(vec)s) AS vec_score, {text_score} AS text_score,
+       pool.by_vector, pool.by_text
+  FROM pool JOIN {t} AS c USING (id)
+ ORDER BY vec_score DESC, id
 """
+_TEXT_SIDE = """, text_side AS MATERIALIZED (
+    SELECT id FROM {t}
+     WHERE {where} AND content_tsv @@ %(tsq)s::tsquery
+     ORDER BY {rank} DESC, id
+     LIMIT %(limit)s
+)"""
+_VECTOR_ONLY = "SELECT id, 'vector' AS side FROM vector_side"
+_BOTH = _VECTOR_ONLY + " UNION ALL SELECT id, 'text' FROM text_side"
 
 
 def candidate_query(collection: str, where: sql.Composable, strategy: Strategy, index: IndexKind = "vector",
-                    dim: int = 0) -> sql.Composed:
-    """The candidate query of ``strategy`` against a table whose HNSW index is of ``index`` over ``dim``."""
+                    dim: int = 0, *, text: bool = True, rank: TextRank = TEXT_RANK) -> sql.Composed:
+    """The candidate query of ``strategy`` against a table whose HNSW index is of ``index`` over ``dim``;
+    ``text``: with the full-text side (parameter ``tsq``), else the vector side alone."""
     if strategy == "exact":
         order: sql.Composable = _EXACT_ORDER
     elif index == "halfvec":
         order = sql.SQL(_HALFVEC_ORDER).format(d=sql.Literal(int(dim)))
     else:
         order = _VECTOR_ORDER
-    return sql.SQL(_CANDIDATES).format(columns=sql.SQL(_COLUMNS), t=table_ident(collection), where=where,
-                                       order=order)
+    t = table_ident(collection)
+    query = sql.SQL("%(tsq)s::tsquery")
+    if text:
+        text_side: sql.Composable = sql.SQL(_TEXT_SIDE).format(
+            t=t, where=where, rank=rank.expression(sql.Identifier("content_tsv"), query))
+        text_score: sql.Composable = rank.expression(sql.SQL("c.content_tsv"), query)
+    else:
+        text_side, text_score = sql.SQL(""), sql.SQL("0.0")
+    return sql.SQL(_CANDIDATES).format(columns=sql.SQL(_COLUMNS), t=t, where=where, order=order,
+                                       text_side=text_side, sides=sql.SQL(_BOTH if text else _VECTOR_ONLY),
+                                       text_score=text_score)
 
 
 def _apply_plan(conn: Connection, plan: Plan, iterative_server: bool) -> None:
@@ -380,7 +416,7 @@ def _apply_plan(conn: Connection, plan: Plan, iterative_server: bool) -> None:
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(plan.ef_search),))
 
 
-def vector_candidates(
+def find_candidates(
     conn: Connection,
     collection: str,
     *,
@@ -391,12 +427,15 @@ def vector_candidates(
     filters: ChunkFilter = NO_FILTER,
     strategy: Strategy | None = None,
     iterative: bool | None = None,
+    rank: TextRank = TEXT_RANK,
 ) -> tuple[list[Candidate], Plan]:
-    """The ``limit`` rows in scope nearest ``vector``, each with its full-text rank for ``text``.
+    """The pool for one collection: the ``limit`` rows in scope nearest ``vector`` and the ``limit``
+    rows in scope that rank highest for ``text``, each with both scores (R-SRCH-1).
 
-    ``strategy`` forces a plan; ``iterative=False`` plans as for a pgvector without iterative
-    scans (< 0.8) whatever the server has. The benchmarks and tests use both; by default the plan
-    is chosen from the size of the scope and the database's pgvector.
+    ``strategy`` forces the vector side's plan; ``iterative=False`` plans as for a pgvector without
+    iterative scans (< 0.8) whatever the server has; ``rank`` is how the text side ranks. The
+    benchmarks and tests use them; by default the plan is chosen from the size of the scope and the
+    database's pgvector, and the rank is the measured ``TEXT_RANK``.
     """
     facts = table_facts(conn, collection) if scope else TableFacts(False, 0.0, False)
     if not facts.present:
@@ -415,15 +454,19 @@ def vector_candidates(
         # Forced: the longest single walk; the iterative scan asked for no more than the rows wanted.
         plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH, fetch=limit,
                     max_scan_tuples=MAX_SCAN_TUPLES if strategy == "hnsw_iterative" else 0)
-    params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "text": text, "limit": limit,
+    tsq = text_query(conn, collection, facts.language, text).tsquery
+    params = {**params, "vec": Vector(np.asarray(vector, dtype=np.float32)), "tsq": tsq, "limit": limit,
               "fetch": max(limit, plan.fetch)}
     _apply_plan(conn, plan, facts.iterative_scan)
     cur = conn.cursor(row_factory=dict_row)
-    rows = cur.execute(candidate_query(collection, where, plan.strategy, facts.index, facts.dim), params).fetchall()
-    if len(rows) < limit and plan.strategy != "exact" and strategy is None:
+    query = candidate_query(collection, where, plan.strategy, facts.index, facts.dim, text=tsq is not None,
+                            rank=rank)
+    rows = cur.execute(query, params).fetchall()
+    if sum(r["by_vector"] for r in rows) < limit and plan.strategy != "exact" and strategy is None:
         # The graph came back short: either the scope holds fewer rows, or it missed some. Exact settles it.
         plan = Plan("exact", None, plan.selectivity)
-        rows = cur.execute(candidate_query(collection, where, "exact"), {**params, "fetch": limit}).fetchall()
+        query = candidate_query(collection, where, "exact", text=tsq is not None, rank=rank)
+        rows = cur.execute(query, {**params, "fetch": limit}).fetchall()
     return [_candidate(collection, r) for r in rows], plan
 
 
@@ -446,6 +489,7 @@ def _candidate(collection: str, r: dict[str, Any]) -> Candidate:
         vec_score=float(r["vec_score"]),
         text_score=float(r["text_score"]),
         document_date=r["document_date"],
+        found_by=tuple(side for side, hit in (("vector", r["by_vector"]), ("text", r["by_text"])) if hit),
     )
 
 

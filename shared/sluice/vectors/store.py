@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from sluice.db.connection import Connection
 from sluice.db.migrations import version_tuple
+from sluice.vectors.fulltext import DEFAULT_LANGUAGE, tsvector_column
 from sluice.vectors.names import index_ident, is_runtime_table, table_ident, table_name
 
 
@@ -90,11 +91,13 @@ def table_exists(conn: Connection, collection: str) -> bool:
     return row is not None and row["reg"] is not None
 
 
-def ensure_table(conn: Connection, collection: str, dim: int, index: IndexKind | None = None) -> None:
+def ensure_table(conn: Connection, collection: str, dim: int, index: IndexKind | None = None,
+                 language: str = DEFAULT_LANGUAGE) -> None:
     """Create the collection's table and indexes if absent, inside the caller's transaction.
 
     ``index`` is the HNSW index's kind; by default what the server's pgvector supports best
-    (``index_kind_for``). A table keeps the index it was created with: search reads which it is.
+    (``index_kind_for``). ``language`` is the text search configuration of its full-text column
+    (R-SRCH-7). A table keeps the index and language it was created with: search reads both.
     """
     # Two workers creating one table at once would collide on pg_type; serialise them.
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (table_name(collection),))
@@ -122,10 +125,10 @@ def ensure_table(conn: Connection, collection: str, dim: int, index: IndexKind |
                 filename            text,
                 content_hash        text,
                 metadata            jsonb   NOT NULL DEFAULT '{{}}'::jsonb,
-                content_tsv         tsvector GENERATED ALWAYS AS (to_tsvector('simple', content)) STORED
+                {tsv}
             )
             """
-        ).format(t=t, dim=sql.Literal(int(dim)))
+        ).format(t=t, dim=sql.Literal(int(dim)), tsv=tsvector_column(language))
     )
     conn.execute(embedding_index(collection, dim, index or index_kind_for(vector_version(conn))))
     statements = [

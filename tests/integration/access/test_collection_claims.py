@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from sluice.access.bases import CreateKnowledgeBase, create_base, derive_collection_name
+from sluice.access.bases import CreateKnowledgeBase, DefaultEmbedding, create_base, derive_collection_name
 from sluice.errors import ConflictError, ValidationError
 from sluice.vectors import store
 from tests.integration.access.conftest import EDIT, VIEW, who
@@ -161,6 +161,41 @@ def test_a_name_shared_by_two_bases_is_one_embedding_space(conn):
     assert set(err.value.details["fields"]) == {"embedding_provider", "embedding_model", "embedding_dim"}
 
 
+def test_a_collection_has_one_text_search_language(conn):
+    # R-SRCH-7: chosen with the collection, taken by every base that joins it, never a second one
+    first = create(conn, ACME_EDITOR, scope="org", collection_name="hablado", text_search_language="spanish")
+    conn.commit()
+    assert first.text_search_language == "spanish"
+    assert create(conn, ACME_EDITOR, name="Mine", collection_name="hablado").text_search_language == "spanish"
+    conn.rollback()
+    with pytest.raises(ValidationError) as err:
+        create(conn, ACME_EDITOR, name="Other", collection_name="hablado", text_search_language="english")
+    assert err.value.status == 400
+    assert err.value.details["fields"] == {
+        "text_search_language": "This collection searches text in spanish; a base on it must too."}
+
+
+def test_a_table_left_without_bases_keeps_its_language_for_the_next_claim(conn):
+    store.ensure_table(conn, "left_german", 3, language="german")
+    conn.commit()
+    assert create(conn, ACME_EDITOR, collection_name="left_german").text_search_language == "german"
+    conn.rollback()
+    with pytest.raises(ValidationError) as err:
+        create(conn, ACME_EDITOR, collection_name="left_german", text_search_language="simple")
+    assert "text_search_language" in err.value.details["fields"]
+
+
+@pytest.mark.parametrize("language", ["klingon", "english; DROP TABLE documents", "English", ""])
+def test_an_unknown_text_search_language_is_refused_naming_the_field(conn, language):
+    with pytest.raises(ValidationError) as err:
+        create(conn, ACME_EDITOR, text_search_language=language)
+    assert err.value.status == 400 and "text_search_language" in err.value.details["fields"]
+
+
+def test_a_new_collection_searches_in_simple_unless_told(conn):
+    assert create(conn, ACME_EDITOR).text_search_language == "simple"
+
+
 def test_the_embedding_choice_is_checked_against_the_catalog(conn):
     kb = create(conn, ACME_EDITOR, embedding_provider="bedrock", embedding_model="amazon.titan-embed-text-v2:0",
                 embedding_dim=256)
@@ -231,3 +266,18 @@ def test_concurrent_claims_of_one_name_by_different_organizations_admit_one(db_u
     finally:
         close_pool()
     assert outcomes == ["conflict"] * (n - 1) + ["created"]
+
+
+@pytest.mark.parametrize("default, expected", [
+    (DefaultEmbedding(), ("local", "all-MiniLM-L6-v2", 384)),
+    (DefaultEmbedding("bedrock", "amazon.titan-embed-text-v2:0"), ("bedrock", "amazon.titan-embed-text-v2:0", 1024)),
+])
+def test_a_base_that_names_no_embedding_takes_the_deployment_default(conn, default, expected):
+    kb = create_base(conn, who("dee", "acme", VIEW, EDIT), CreateKnowledgeBase(name="Plain"), default=default)
+    assert (kb.embedding_provider, kb.embedding_model, kb.embedding_dim) == expected
+    # naming the other provider still asks for its model: the default is the default provider's only
+    other = "bedrock" if default.provider == "local" else "local"
+    named = create_base(conn, who("dee", "acme", VIEW, EDIT), CreateKnowledgeBase(
+        name="Named", embedding_provider=other,
+        embedding_model="all-MiniLM-L6-v2" if other == "local" else "amazon.titan-embed-text-v2:0"), default=default)
+    assert named.embedding_provider == other

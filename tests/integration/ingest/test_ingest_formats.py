@@ -45,7 +45,7 @@ SAMPLES = [
     ".txt", ".md", ".markdown", ".csv", ".json", ".xml", ".xlf", ".xliff", ".html", ".htm",
     ".zip", ".tar.gz", ".tgz",
 ]  # fmt: skip
-# A legacy Word file needs LibreOffice to read and an OLE2 sample to test; neither is here.
+# A legacy Word sample is made by LibreOffice, and read by it: tests/integration/ingest/test_legacy_doc.py.
 NO_SAMPLE = {".doc"}
 KB_EXTENSIONS = sorted(ext for ext, family in SUPPORTED_EXTENSIONS.items() if family != "image")
 

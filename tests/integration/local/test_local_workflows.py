@@ -7,6 +7,7 @@ A small template of its own, so the mechanism is tested apart from the product's
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -77,10 +78,13 @@ ASL = {
 }
 
 HANDLER = """
+import builtins
 import os
 
-calls = []
-flaky = {"left": 1}
+# Every environment of this function records into one process-wide list; `ENVIRONMENT` is per module.
+calls = builtins.__dict__.setdefault("_sluice_step_calls", [])
+ENVIRONMENT = object()
+flaky = builtins.__dict__.setdefault("_sluice_step_flaky", {"left": 1})
 
 
 class FlakyError(Exception):
@@ -93,6 +97,11 @@ class RefusedError(Exception):
 
 def handler(event, context):
     calls.append(event)
+    if event.get("op") == "meet":
+        # Two events of this function meet here: only if they run at once (shared across environments).
+        import threading
+        builtins.__dict__.setdefault("_sluice_meet", threading.Barrier(2, timeout=20)).wait()
+        return {"instance": id(ENVIRONMENT)}
     if event.get("op") == "double":
         return event["n"] * 2
     if event.get("op") == "item":
@@ -123,6 +132,12 @@ def small_runtime(pg_server, tmp_path_factory):
     rt.stop()
 
 
+def step_calls() -> list[dict]:
+    import builtins
+
+    return builtins.__dict__["_sluice_step_calls"]
+
+
 def run(rt: LocalRuntime, payload: dict) -> dict:
     sfn = boto3.client("stepfunctions", endpoint_url=rt.moto_url, region_name="us-east-1")
     arn = sfn.start_execution(stateMachineArn=rt.state_machine_arns["Workflow"], input=json.dumps(payload))
@@ -143,15 +158,13 @@ def test_a_state_machine_runs_its_tasks_in_the_handlers_with_retry_and_catch(sma
     # the flaky item failed once and its retry ran; the refused one was caught by its error's class name
     assert output["each"] == [{"item": "a", "workflow": "Workflow"}, {"item": "flaky", "workflow": "Workflow"},
                               {"refused": "RefusedError"}]
-    handler = small_runtime._load(small_runtime.template.functions["StepFunction"])
-    assert [c["item"] for c in handler.calls if c.get("op") == "item"].count("flaky") == 2
+    assert [c["item"] for c in step_calls() if c.get("op") == "item"].count("flaky") == 2
 
 
 def test_schedules_fire_with_their_input(small_runtime):
-    handler = small_runtime._load(small_runtime.template.functions["StepFunction"])
-    before = len(handler.calls)
+    before = len(step_calls())
     small_runtime.scheduler.fire("StepFunction")
-    assert handler.calls[before:] == [{"source": "aws.scheduler", "detail-type": "Scheduled Event", "op": "sweep"}]
+    assert step_calls()[before:] == [{"source": "aws.scheduler", "detail-type": "Scheduled Event", "op": "sweep"}]
     assert small_runtime.template.functions["StepFunction"].schedules[0].expression == "rate(1 hour)"
 
 
@@ -162,3 +175,39 @@ def test_the_product_template_declares_its_state_machines_from_files(tmp_path: P
     for sm in parse(ROOT / "template.yaml").state_machines.values():
         definition = json.loads((ROOT / sm.definition_uri).read_text())
         assert definition["StartAt"] in definition["States"], sm.name
+
+
+def test_two_events_of_one_function_run_at_once_each_in_an_environment_of_its_own(small_runtime):
+    # Lambda runs concurrent events in separate environments; a local runtime that ran one at a time
+    # queued every search behind the one before it.
+    import threading
+
+    answers: list[dict] = []
+    threads = [threading.Thread(target=lambda: answers.append(small_runtime.invoke("StepFunction", {"op": "meet"})))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(answers) == 2  # neither waited for the other (the barrier would have broken)
+    assert answers[0]["instance"] != answers[1]["instance"]  # module state is per environment
+
+
+def test_a_stopped_runtime_leaves_the_process_environment_as_it_found_it(pg_server, tmp_path, monkeypatch):
+    # The runtime points the handlers at its own database, bucket and token secret through the
+    # process environment; left behind, a later runtime in the same process took the first one's
+    # secret as configured and never made its own.
+    monkeypatch.delenv("SLUICE_DEV_JWT_SECRET", raising=False)
+    before = dict(os.environ)
+    (tmp_path / "template.yaml").write_text(TEMPLATE)
+    (tmp_path / "workflow.asl.json").write_text(json.dumps(ASL))
+    (tmp_path / "functions" / "step").mkdir(parents=True)
+    (tmp_path / "functions" / "step" / "app.py").write_text(HANDLER)
+    (tmp_path / "infra" / "migrations").mkdir(parents=True)
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as c:
+        c.execute("DROP DATABASE IF EXISTS wf_env")
+        c.execute("CREATE DATABASE wf_env")
+    with LocalRuntime(root=tmp_path, data_dir=tmp_path / "data", api_port=0, pumps=False,
+                      database_url=_with_db(pg_server.get_uri(), "wf_env")) as rt:
+        assert os.environ["SLUICE_DEV_JWT_SECRET"] == rt.jwt_secret
+    assert dict(os.environ) == before

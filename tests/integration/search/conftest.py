@@ -14,12 +14,12 @@ from sluice.identity import Principal
 
 
 def make_base(conn: psycopg.Connection, collection: str, *, scope: str = "org", org: str | None = "acme",
-              owner: str | None = None, dim: int = 8) -> KnowledgeBase:
+              owner: str | None = None, dim: int = 8, language: str = "simple") -> KnowledgeBase:
     return kb_repo.insert(conn, KnowledgeBase(
         id=uuid.uuid4(), name=f"{collection} of {org or owner}", collection_name=collection, scope=scope,
         owner_id=owner, org_id=org, is_default=False, description="", embedding_provider="local",
         embedding_model="all-MiniLM-L6-v2", embedding_dim=dim, embedding_base_url=None,
-        embedding_secret_id=None, ingestion_config={}, created_by=owner or "admin",
+        embedding_secret_id=None, ingestion_config={}, created_by=owner or "admin", text_search_language=language,
     ))
 
 

@@ -29,7 +29,7 @@ from sluice.search.service import (
     search,
 )
 from sluice.vectors import store
-from sluice.vectors.search import BaseScope, vector_candidates
+from sluice.vectors.search import BaseScope, find_candidates
 from tests.fakes import embedder_returning
 from tests.integration.search.conftest import make_base, unit, viewer
 
@@ -114,7 +114,7 @@ def test_each_dimension_alone_and_combined_fails_closed_within_the_tenant(conn, 
     bases = resolve_collection(conn, viewer("acme"), COLLECTION)
     # WHEN acme searches with the filter
     flt = chunk_filter(SearchFilters.model_validate(f) if f else None, None)
-    found, _ = vector_candidates(conn, COLLECTION, vector=QUERY, text="policy",
+    found, _ = find_candidates(conn, COLLECTION, vector=QUERY, text="policy",
                                  scope=[BaseScope(b.id, b.org_id) for b in bases], limit=1000, filters=flt)
     # THEN exactly acme's chunks the rule admits come back, and no other tenant's
     expected = sorted(content_of(m) for m in grid() if matches(m, f))
@@ -128,10 +128,10 @@ def test_a_missing_value_is_excluded_by_any_filter_on_its_dimension(conn, tenant
     for dim, values in (("source", ["upload", "s3"]), ("document_type", ["pdf", "docx"]),
                         ("organizational_unit", ["legal", "hr"])):
         flt = chunk_filter(SearchFilters.model_validate({dim: values}), None)
-        found, _ = vector_candidates(conn, COLLECTION, vector=QUERY, text="", scope=scope, limit=1000, filters=flt)
+        found, _ = find_candidates(conn, COLLECTION, vector=QUERY, text="", scope=scope, limit=1000, filters=flt)
         assert found and all(getattr(c, dim) is not None for c in found)
     flt = chunk_filter(SearchFilters(date_from=date(2000, 1, 1)), None)
-    found, _ = vector_candidates(conn, COLLECTION, vector=QUERY, text="", scope=scope, limit=1000, filters=flt)
+    found, _ = find_candidates(conn, COLLECTION, vector=QUERY, text="", scope=scope, limit=1000, filters=flt)
     assert found and all(c.document_date is not None for c in found)
 
 

@@ -32,10 +32,10 @@ from sluice.vectors.search import (
     BaseScope,
     ChunkFilter,
     choose_plan,
+    find_candidates,
     graph_ef,
     scope_clause,
     table_facts,
-    vector_candidates,
 )
 from tests.integration.search.conftest import make_base
 
@@ -151,7 +151,7 @@ def test_a_filter_keeping_half_a_percent_returns_the_exact_top_k(conn, data, loa
     vectors, rare, _, queries = data
     flt = ChunkFilter(organizational_units=("rare",))
     for q in queries:
-        found, plan = vector_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K, filters=flt)
+        found, plan = find_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K, filters=flt)
         assert chunk_indexes(found) == exact_top(vectors, rare, q, K)
         assert plan.strategy == "exact"
 
@@ -167,7 +167,7 @@ def test_the_graph_path_keeps_recall_and_scope_at_a_half_selective_filter(conn, 
     flt = ChunkFilter(sources=("upload",))
     found_all, plans = [], set()
     for q in queries:
-        found, plan = vector_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K, filters=flt,
+        found, plan = find_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K, filters=flt,
                                         iterative=iterative)
         assert all(c.source == "upload" and c.kb_id == loaded[0].kb_id for c in found)
         found_all.append(chunk_indexes(found))
@@ -183,7 +183,7 @@ def test_the_graph_path_keeps_recall_unfiltered(conn, data, loaded, graph_plan):
     everything = np.ones(N, dtype=bool)
     found_all = []
     for q in queries:
-        found, plan = vector_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K,
+        found, plan = find_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K,
                                         iterative=iterative)
         assert plan.strategy == strategy
         found_all.append(chunk_indexes(found))
@@ -203,10 +203,10 @@ def test_a_short_walk_is_refilled_by_the_server_on_pgvector_0_8(conn, data, load
     one_walk, iterative = [], []
     for q in queries:
         # WHEN the 0.6 plan walks once and the 0.8 plan walks on (no exact redo: the plan is forced)
-        found, _ = vector_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K, filters=flt,
+        found, _ = find_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K, filters=flt,
                                      strategy="hnsw")
         one_walk.append(chunk_indexes(found))
-        found, plan = vector_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K, filters=flt,
+        found, plan = find_candidates(conn, COLLECTION, vector=q, text="", scope=loaded, limit=K, filters=flt,
                                         strategy="hnsw_iterative")
         assert plan.strategy == "hnsw_iterative"
         assert all(c.organizational_unit == "rare" and c.kb_id == loaded[0].kb_id for c in found)
@@ -239,7 +239,7 @@ def test_the_exact_plan_does_not_use_the_graph(conn, loaded):
     from sluice.vectors.search import candidate_query
 
     where, params = scope_clause(loaded, ChunkFilter(organizational_units=("rare",)))
-    params = {**params, "vec": Vector(np.ones(DIM, dtype=np.float32)), "text": "", "limit": K, "fetch": K}
+    params = {**params, "vec": Vector(np.ones(DIM, dtype=np.float32)), "tsq": "'chunk'", "limit": K, "fetch": K}
     plan = conn.execute(b"EXPLAIN " + candidate_query(COLLECTION, where, "exact").as_bytes(conn), params).fetchall()
     text = "\n".join(next(iter(r.values())) for r in plan)
     assert "embedding_idx" not in text
@@ -252,7 +252,7 @@ def test_the_graph_plans_use_the_tables_index(conn, loaded):
 
     facts = table_facts(conn, COLLECTION)
     where, params = scope_clause(loaded)
-    params = {**params, "vec": Vector(np.ones(DIM, dtype=np.float32)), "text": "", "limit": K, "fetch": K}
+    params = {**params, "vec": Vector(np.ones(DIM, dtype=np.float32)), "tsq": "'chunk'", "limit": K, "fetch": K}
     query = candidate_query(COLLECTION, where, "hnsw", facts.index, facts.dim)
     plan = conn.execute(b"EXPLAIN " + query.as_bytes(conn), params).fetchall()
     assert "rag_big_embedding_idx" in "\n".join(next(iter(r.values())) for r in plan)

@@ -418,8 +418,41 @@ TEXT_SAMPLES = {
 }
 
 
+SOFFICE_ABSENT = (
+    "LibreOffice (soffice) is not installed: a .doc sample is made from a .docx by LibreOffice, and Sluice reads "
+    ".doc through it (`make install` installs it on Debian-like machines as root; README: Legacy Word documents)"
+)
+
+
+def doc_bytes(documents: list[list[str]], timeout: float = 180) -> list[bytes]:
+    """Legacy Word (.doc) files, one per list of paragraphs: generated .docx files converted by
+    ``soffice --headless --convert-to doc`` in one run (its start is most of the cost).
+
+    Raises ``LookupError`` (with ``SOFFICE_ABSENT``) where LibreOffice is not installed.
+    """
+    import shutil
+    import subprocess
+    import tempfile
+
+    soffice = shutil.which("soffice") or shutil.which("libreoffice")
+    if soffice is None:
+        raise LookupError(SOFFICE_ABSENT)
+    with tempfile.TemporaryDirectory(prefix="sluice-doc-sample-") as work:
+        folder = Path(work)
+        sources = []
+        for i, paragraphs in enumerate(documents):
+            sources.append(folder / f"sample{i}.docx")
+            sources[-1].write_bytes(docx_bytes(paragraphs))
+        subprocess.run(
+            [soffice, f"-env:UserInstallation={(folder / 'profile').as_uri()}", "--headless", "--norestore",
+             "--convert-to", "doc", "--outdir", str(folder / "out"), *map(str, sources)],
+            check=True, timeout=timeout, stdin=subprocess.DEVNULL, capture_output=True,
+        )
+        return [(folder / "out" / f"sample{i}.doc").read_bytes() for i in range(len(documents))]
+
+
 def sample_for(extension: str) -> bytes:
-    """A small, generated file of each extension a knowledge base reads (none for .doc: it takes LibreOffice)."""
+    """A small, generated file of each extension a knowledge base reads (for .doc, see ``doc_bytes``)."""
     text = "The on-call engineer rotates the signing keys every ninety days."
     generated = {
         ".pdf": lambda: pdf_bytes([text, "A second page about the audit ledger."]),

@@ -1,0 +1,26 @@
+"""The reaper, on a schedule: documents processing with no progress for longer than any stage could
+take are resumed once from their last saved step, then failed with a sentence (issue 17)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from sluice.config import DATABASE
+from sluice.ingest.recovery import reap
+from sluice.observability import metrics, plain_handler
+from sluice.wiring import stage_context, stage_queues
+
+
+def sweep(event: dict[str, Any]) -> dict[str, int]:
+    reaped = asdict(reap(stage_context(), stage_queues()))
+    # Any non-zero count means messages were lost between stages: worth an alarm.
+    for name, value in reaped.items():
+        metrics.add_metric(name=f"StalledDocuments{name.capitalize()}", unit=MetricUnit.Count, value=value)
+    return reaped
+
+
+handler = plain_handler(sweep, requires=(DATABASE, "SLUICE_BUCKET", "INGEST_QUEUE_URL", "CHUNK_QUEUE_URL",
+                                         "EMBED_QUEUE_URL"))
