@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 # Where `sluice model export` writes by default and the local provider reads (inside the venv).
 MODEL  := $(VENV)/share/sluice/models/all-MiniLM-L6-v2/model.onnx
 
-.PHONY: install reference run test lint typecheck bench build clean build-SluiceLayer
+.PHONY: install reference run test lint typecheck bench build clean build-SluiceLayer load-smoke
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,11 @@ lint: install
 typecheck: install
 	$(BIN)/mypy shared/sluice
 	for app in functions/*/app.py; do MYPYPATH=shared $(BIN)/mypy --no-namespace-packages $$app || exit 1; done
+
+# bench/load.py with small numbers: the whole local stack under concurrent uploads, status polls and
+# searches, then every accepted upload done or refused with a sentence, none lost (CI runs it).
+load-smoke:
+	$(BIN)/python bench/load.py --smoke
 
 bench: reference
 	$(BIN)/pip install --quiet -e ".[bench]"

@@ -249,7 +249,11 @@ def main() -> int:
     parser.add_argument("--paths", default="torch,onnx-fp32,onnx-int8",
                         help="embedding paths to compare, comma-separated (torch only where `make reference` "
                              "installed it); the first ONNX one serves the service path")
+    parser.add_argument("--tokens-only", action="store_true",
+                        help="only the exact-token lookups (a minute; no SciFact)")
     args = parser.parse_args()
+    if args.tokens_only:
+        return tokens_only(args.database_url)
     paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     if "torch" in paths and not _has_torch():
         print("torch: not installed (make reference), its row is left out")
@@ -356,9 +360,31 @@ def main() -> int:
     table("Lexemes left out of the text side when in more than this share of chunks (english, same pool): nDCG@10",
           ["share", "nDCG@10", "in use"],
           [[f"{share:.2f}", v, "yes" if share == COMMON_LEXEME_SHARE else ""] for share, v in shares.items()])
+    tokens_table(tokens)
+    return 0
+
+
+def tokens_table(rows: list[list[object]]) -> None:
     table("Exact-token lookups: near-identical notes, one identifier each, searched by it alone",
           ["language", "notes", "first in the console (no gate)", "first in search()", "note clears vec gate"],
-          tokens)
+          rows)
+
+
+def tokens_only(database_url: str | None) -> int:
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    url, server = migrated_database(database_url, "bench_quality_tokens")
+    try:
+        with tempfile.TemporaryDirectory(prefix="sluice-bench-models-") as models, \
+                psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
+            register_vector(conn)
+            encoder = exported("fp32", Path(models))
+            with serving(encoder):
+                tokens_table(exact_token_rows(conn, encoder))
+    finally:
+        if server is not None:
+            server.cleanup()
     return 0
 
 

@@ -7,13 +7,16 @@ beside langchain-postgres ``PGVector.similarity_search_with_score_by_vector`` on
 One collection of generated 384-d vectors (clustered, as sentence embeddings
 are; queries drawn from the same topics) is written with COPY into Sluice's
 runtime table (``store.ensure_table``: HNSW cosine, GIN, btree on the filter
-columns) and, the same rows, into langchain-postgres's own tables. The filter is
+columns; each chunk's text is 40 synthetic words with Zipf frequencies) and,
+the same rows, into langchain-postgres's own tables. The filter is
 ``organizational_unit`` with OR'ed values (Sluice ``filters.organizational_unit``,
 PGVector ``{"organizational_unit": {"$in": [...]}}``).
 
 Rows per system and selectivity:
 
 * Sluice: ``find_candidates`` (the service's query, plan chosen per query).
+* Sluice + text: the same query with four words of text, as every search sends: the union pool's
+  full-text side (R-SRCH-1) adds a GIN lookup; recall is of its vector side, latency of the whole.
 * Sluice, 0.6 plan: the same, planned as for pgvector < 0.8 (``iterative=False``: one walk of at
   most ef_search 1000, no iterative scan); only on a server with 0.8, where the first row uses it.
 * pgvector HNSW, naive: the same table, ``ORDER BY embedding <=> q LIMIT 10``
@@ -70,6 +73,16 @@ def generate(rows: int, queries: int, seed: int = 42) -> tuple[np.ndarray, np.nd
     return vectors, units, (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
 
 
+VOCABULARY = 20_000  # synthetic words; frequencies follow Zipf's law, as words in text do
+WORDS_PER_CHUNK, WORDS_PER_QUERY = 40, 4
+
+
+def words(rng: np.random.Generator, n: int, per: int) -> list[str]:
+    """``n`` texts of ``per`` words: a few very common (the text side drops those), most rare."""
+    ranks = np.minimum(rng.zipf(1.2, size=(n, per)), VOCABULARY)
+    return [" ".join(f"w{r}" for r in row) for row in ranks]
+
+
 def exact_top(vectors: np.ndarray, mask: np.ndarray | None, q: np.ndarray) -> set[int]:
     scores = vectors @ q
     if mask is not None:
@@ -93,9 +106,12 @@ def load_sluice(conn, vectors: np.ndarray, units: np.ndarray, kb: uuid.UUID, ind
     conn.commit()
     t0 = time.perf_counter()
     doc = uuid.uuid4()
+    rng = np.random.default_rng(7)
     for start in range(0, len(vectors), 50_000):
-        batch = [store.ChunkRow(document_id=doc, kb_id=kb, org_id="acme", chunk_index=i, content=f"chunk {i}",
-                                embedding=vectors[i], organizational_unit=str(units[i]), source="upload")
+        texts = words(rng, min(50_000, len(vectors) - start), WORDS_PER_CHUNK)
+        batch = [store.ChunkRow(document_id=doc, kb_id=kb, org_id="acme", chunk_index=i,
+                                content=f"chunk {i} {texts[i - start]}", embedding=vectors[i],
+                                organizational_unit=str(units[i]), source="upload")
                  for i in range(start, min(start + 50_000, len(vectors)))]
         store.insert_chunks(conn, COLLECTION, batch)
         conn.commit()
@@ -294,14 +310,20 @@ def main() -> int:
             truth = {name: [exact_top(vectors, m, q) for q in queries] for name, m in masks.items()}
             plans: dict[tuple[str, str], Counter] = {}
 
-            def sluice_call(flt, name: str, label: str, iterative: bool | None = None):
+            # Each query's words (the text side of the union pool: one GIN lookup besides the graph walk).
+            query_text = {q.tobytes(): t for q, t in zip(queries, words(np.random.default_rng(11), len(queries),
+                                                                         WORDS_PER_QUERY), strict=True)}
+
+            def sluice_call(flt, name: str, label: str, iterative: bool | None = None, with_text: bool = False):
                 def call(q):
-                    found, plan = find_candidates(conn, COLLECTION, vector=q, text="", scope=scope, limit=K,
-                                                    filters=flt, iterative=iterative)
+                    text = query_text[q.tobytes()] if with_text else ""
+                    found, plan = find_candidates(conn, COLLECTION, vector=q, text=text, scope=scope, limit=K,
+                                                  filters=flt, iterative=iterative)
                     conn.rollback()
                     plans.setdefault((label, name), Counter())[
                         plan.strategy + (f" ef {plan.ef_search}" if plan.ef_search else "")] += 1
-                    return [c.chunk_index for c in found]
+                    # recall of the vector side, which the text side only adds to
+                    return [c.chunk_index for c in found if "vector" in c.found_by]
                 return call
 
             for name, values in FILTERS.items():
@@ -328,7 +350,9 @@ def main() -> int:
                     return [int(d.id) for d, _ in peer.similarity_search_with_score_by_vector(
                         q.tolist(), k=K, filter=f)]
 
-                systems = [(f"{SLUICE} ({index})", sluice, args.queries)]
+                systems = [(f"{SLUICE} ({index})", sluice, args.queries),
+                           (f"{SLUICE} ({index}) + text", sluice_call(flt, name, f"{SLUICE} ({index}) + text",
+                                                                      with_text=True), args.queries)]
                 if iterative:
                     systems.append((f"{SLUICE_06} ({index})", sluice_call(flt, name, f"{SLUICE_06} ({index})", False),
                                     args.queries))

