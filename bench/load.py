@@ -82,7 +82,8 @@ def local_up(data: Path) -> tuple[subprocess.Popen[str], str]:
     from sluice.local.runtime import free_port
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLUICE_", "AWS_", "DATABASE_", "MOTO_"))}
-    env.update(UPLOAD_RATE_PER_MINUTE="100000", UPLOAD_RATE_PER_DAY="100000", POWERTOOLS_LOG_LEVEL="ERROR")
+    env.update(UPLOAD_RATE_PER_MINUTE="100000", UPLOAD_RATE_PER_DAY="100000", POWERTOOLS_LOG_LEVEL="ERROR",
+               PYTHONUNBUFFERED="1")
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "sluice.cli", "local", "up", "--data-dir", str(data), "--port", str(port),
@@ -97,8 +98,13 @@ def local_up(data: Path) -> tuple[subprocess.Popen[str], str]:
             raise SystemExit("local up ended:\n" + "".join(lines))
         lines.append(line)
         if line.startswith("Ctrl-C stops."):
-            # Keep reading its output, or a full pipe would stop it.
-            threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True).start()
+            # Keep reading its output (a full pipe would stop it) into a log beside its data.
+            def keep() -> None:
+                with STACK_LOG.open("w") as out:
+                    for line in process.stdout or []:
+                        out.write(line)
+                        out.flush()
+            threading.Thread(target=keep, daemon=True).start()
             return process, f"http://127.0.0.1:{port}"
     raise SystemExit("local up did not start:\n" + "".join(lines))
 
@@ -136,7 +142,7 @@ def client(api, kb: dict, files: list, queue_lock: threading.Lock, record: Recor
             else:
                 name, data, expectation = item
                 started = time.perf_counter()
-                resp = api.post(f"/kb/{kb['id']}/documents", files={"file": (name, data)})
+                resp = send(api, "POST", f"/kb/{kb['id']}/documents", files={"file": (name, data)})
                 record.note(f"{phase} POST /kb/{{id}}/documents", started, resp, 202)
                 if resp.status_code == 202:
                     doc_id = resp.json()["id"]
@@ -146,11 +152,12 @@ def client(api, kb: dict, files: list, queue_lock: threading.Lock, record: Recor
                 continue
         if action == "status" and mine:
             started = time.perf_counter()
-            resp = api.get(f"/rag/documents/{rng.choice(mine)}")
+            resp = send(api, "GET", f"/rag/documents/{rng.choice(mine)}")
             record.note(f"{phase} GET /rag/documents/{{id}}", started, resp, 200)
             continue
         started = time.perf_counter()
-        resp = api.post("/rag/search", json={"query": rng.choice(QUERIES), "collections": [kb["collection_name"]]})
+        resp = send(api, "POST", "/rag/search",
+                    json={"query": rng.choice(QUERIES), "collections": [kb["collection_name"]]})
         record.note(f"{phase} POST /rag/search", started, resp, 200)
 
 
@@ -246,6 +253,26 @@ def verify(api, kb: dict, accepted: dict, final: dict[str, dict]) -> list[list[o
 
 
 SEEDED: set[str] = set()
+# What the stack printed (its warnings and errors), kept after the run.
+STACK_LOG = Path(tempfile.gettempdir()) / "sluice-load-stack.log"
+
+
+class Failed:
+    """A request that got no HTTP answer (a reset or a timeout): status 0 in the tables."""
+
+    status_code = 0
+
+    def __init__(self, error: Exception) -> None:
+        self.text = f"{type(error).__name__}: {error}"
+
+
+def send(api, method: str, url: str, **kwargs):
+    import httpx
+
+    try:
+        return api.request(method, url, **kwargs)
+    except httpx.TransportError as error:
+        return Failed(error)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -321,6 +348,7 @@ def main() -> int:
         print_table("The first answer of each kind of error", ["route", "status", "body"],
                     [[route, status, body] for (route, status), body in sorted(record.first_error.items())])
     print_table("Nothing lost, nothing duplicated", ["check", "value", "detail"], checks)
+    print(f"The stack's own output: {STACK_LOG}")
     value = {r[0]: r[1] for r in checks}
     broken = [name for name in ("still processing (lost)", "error without a sentence", "listed but never accepted",
                                 "done but not found") if value[name]]

@@ -164,6 +164,12 @@ class Gateway:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-        server = ThreadingHTTPServer((host, port), Handler)
+        server = _Server((host, port), Handler)
         server.daemon_threads = True
         return server
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: a burst of clients connecting at once (a load test, a
+    # folder upload with many workers) overflowed it, and connections were dropped or reset.
+    request_queue_size = 128
