@@ -156,3 +156,86 @@ class FakeStore:
 
     def presigned_post(self, key: str, *, max_bytes: int, expires_in: int, metadata: dict[str, str]) -> dict:
         return {"url": "http://store.invalid/", "fields": {"key": key}, "expires_in": expires_in}
+
+
+class FakeChatServer(ThreadingHTTPServer):
+    """An OpenAI-compatible ``POST /v1/chat/completions`` on loopback that counts its calls by kind.
+
+    A call is told apart by what its system instruction asks for, as a reader of the prompt would:
+    summarising one part of a document (a map call), combining part summaries (a reduce call), or
+    writing the overview of the whole document (the final reduce). ``script`` replies come first;
+    ``hold`` blocks every call until it is set (a test stops a worker mid-summary with it).
+    """
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _ChatHandler)
+        self.script: list[Reply] = []
+        self.requests: list[dict[str, Any]] = []
+        self.calls: dict[str, int] = {"map": 0, "reduce": 0, "final": 0}
+        self.hold = threading.Event()
+        self.hold.set()
+        self.arrived = 0  # calls received, held or not
+        self.lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    @staticmethod
+    def kind_of(system: str) -> str:
+        lowered = system.lower()
+        if "one part of a document" in lowered:
+            return "map"
+        if "overview of a whole document" in lowered:
+            return "final"
+        if "combine summaries" in lowered:
+            return "reduce"
+        return "other"
+
+
+class _ChatHandler(BaseHTTPRequestHandler):
+    server: FakeChatServer
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.server.lock:
+            self.server.arrived += 1
+        self.server.hold.wait()
+        system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+        user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
+        if isinstance(user, list):  # a vision call: text parts and image parts
+            user = " ".join(part.get("text", "") for part in user if part.get("type") == "text")
+        kind = FakeChatServer.kind_of(system)
+        with self.server.lock:
+            self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body,
+                                         "kind": kind})
+            reply = self.server.script.pop(0) if self.server.script else Reply()
+            if reply.status == 200 and reply.body is None:
+                self.server.calls[kind] = self.server.calls.get(kind, 0) + 1
+                number = self.server.calls[kind]
+        time.sleep(reply.sleep)
+        if reply.status == 200 and reply.body is None:
+            words = " ".join(user.split("<<<", 1)[-1].split()[:12])
+            payload: Any = {"id": "chatcmpl-fake", "object": "chat.completion", "model": body["model"],
+                            "choices": [{"index": 0, "finish_reason": "stop",
+                                         "message": {"role": "assistant",
+                                                     "content": f"{kind} summary {number}: {words}"}}]}
+        else:
+            payload = reply.body if reply.body is not None else {"error": {"message": "scripted failure"}}
+        raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        try:
+            self.send_response(reply.status)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass

@@ -1,5 +1,6 @@
 """The reaper, on a schedule: documents processing with no progress for longer than any stage could
-take are resumed once from their last saved step, then failed with a sentence (issue 17)."""
+take are resumed once from their last saved step, then failed with a sentence (issue 17); chat
+attachments the same on the chat queue, and presigned chat uploads that never arrived fail (issue 16)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from sluice.chat import recovery as chat_recovery
 from sluice.config import DATABASE
 from sluice.ingest.recovery import reap
 from sluice.observability import metrics, plain_handler
-from sluice.wiring import stage_context, stage_queues
+from sluice.wiring import chat_queue_backlog, chat_resources, stage_context, stage_queues
 
 
 def sweep(event: dict[str, Any]) -> dict[str, int]:
@@ -19,8 +21,11 @@ def sweep(event: dict[str, Any]) -> dict[str, int]:
     # Any non-zero count means messages were lost between stages: worth an alarm.
     for name, value in reaped.items():
         metrics.add_metric(name=f"StalledDocuments{name.capitalize()}", unit=MetricUnit.Count, value=value)
-    return reaped
+    chat = asdict(chat_recovery.reap(chat_resources(), backlog=chat_queue_backlog))
+    for name, value in chat.items():
+        metrics.add_metric(name=f"StalledChat{name.title().replace('_', '')}", unit=MetricUnit.Count, value=value)
+    return {**reaped, **{f"chat_{name}": value for name, value in chat.items()}}
 
 
 handler = plain_handler(sweep, requires=(DATABASE, "SLUICE_BUCKET", "INGEST_QUEUE_URL", "CHUNK_QUEUE_URL",
-                                         "EMBED_QUEUE_URL"))
+                                         "EMBED_QUEUE_URL", "CHAT_QUEUE_URL"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -88,6 +89,34 @@ class Settings(BaseSettings):
     teardown_step_budget_seconds: float = Field(60, alias="TEARDOWN_STEP_BUDGET_SECONDS")
     # The sweep starts again a reservation that has made no progress for this long (R-TD-2).
     teardown_sweep_after_seconds: int = Field(3600, alias="TEARDOWN_SWEEP_AFTER_SECONDS")
+
+    # Chat files and conversation attachments (SPEC §12, seed 001). CHAT_MAX_UPLOAD_SIZE_MB is above.
+    # The queue that runs attachment work off the request, and its dead-letter queue (by ARN).
+    chat_queue_url: str = Field("", alias="CHAT_QUEUE_URL")
+    chat_dlq_arn: str = Field("", alias="CHAT_DLQ_ARN")
+    # A direct chat upload is parsed inside the request: it gets this long, below API Gateway's 29 s.
+    # A presigned upload is parsed by the worker within PARSE_TIMEOUT_SECONDS.
+    chat_parse_timeout_seconds: int = Field(20, ge=1, alias="CHAT_PARSE_TIMEOUT_SECONDS")
+    # Tiers by extracted tokens: up to the first, the full text; above, chunks, embeddings and an
+    # overview; above the second, the overview is reduced in sections (sluice.chat.overview).
+    chat_full_text_max_tokens: int = Field(4000, ge=1, alias="CHAT_FULL_TEXT_MAX_TOKENS")
+    chat_large_tokens: int = Field(40_000, ge=1, alias="CHAT_LARGE_TOKENS")
+    # The overview's size, the chunks one summarising call reads, and how many summaries one
+    # reducing call of a large document reads.
+    chat_overview_tokens: int = Field(300, ge=50, alias="CHAT_OVERVIEW_TOKENS")
+    chat_overview_window_chunks: int = Field(16, ge=1, alias="CHAT_OVERVIEW_WINDOW_CHUNKS")
+    chat_overview_fan_in: int = Field(8, ge=2, alias="CHAT_OVERVIEW_FAN_IN")
+    # The scoped excerpt search of R-CHAT-3: top_k (threshold 0 is not a setting: it is the rule).
+    chat_excerpt_count: int = Field(5, ge=1, le=50, alias="CHAT_EXCERPT_COUNT")
+    chat_max_attachments: int = Field(5, ge=1, alias="CHAT_MAX_ATTACHMENTS")
+    # Pages of a TIFF (or PDF) rendered to PNG for a model that reads images.
+    chat_tiff_max_inline_pages: int = Field(5, ge=1, le=50, alias="CHAT_TIFF_MAX_INLINE_PAGES")
+    # The deployment's chat model, used for attachment overviews: none | openai | bedrock. With none,
+    # the overview is extractive (leading sentences of each window), labelled so in the record.
+    chat_model_provider: Literal["none", "openai", "bedrock"] = Field("none", alias="CHAT_MODEL_PROVIDER")
+    chat_model: str = Field("", alias="CHAT_MODEL")
+    chat_model_base_url: str = Field("", alias="CHAT_MODEL_BASE_URL")
+    chat_model_secret_id: str = Field("", alias="CHAT_MODEL_SECRET_ID")
 
     # Local development: the key the local gateway verifies tokens with. Empty means the one
     # `sluice local up` generates for its data directory (sluice.local.tokens.dev_secret).

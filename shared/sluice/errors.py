@@ -259,3 +259,59 @@ class RerankerError(SluiceError):
 
     def __init__(self, message: str) -> None:
         super().__init__(f"Search could not be completed: {message}.")
+
+
+# --- chat (SPEC §12) -------------------------------------------------------------------------
+
+class ChatModelError(SluiceError):
+    """The deployment's chat model failed a call (an attachment overview).
+
+    Like ``EmbeddingCallError``: the message says what happened and what to do,
+    never the provider's text, its URL or the key (those go to the ``sluice.llm``
+    log with the traceback); ``transient`` tells the worker a later try may succeed.
+    """
+
+    status = 502
+    code = "CHAT_MODEL_FAILED"
+    happened = "the chat model failed"
+    transient = False
+
+    def __init__(self, provider: str, model: str) -> None:
+        super().__init__(f"The chat model ({provider}) failed: {self.happened} ({self.kind}).",
+                         details={"provider": provider, "model": model, "kind": self.kind})
+        self.provider = provider
+        self.model = model
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__.removeprefix("ChatModel")
+
+
+class ChatModelAuthenticationError(ChatModelError):
+    happened = "the provider refused the credential"
+
+
+class ChatModelRateLimitedError(ChatModelError):
+    happened = "the provider kept rate limiting the requests"
+    transient = True
+
+
+class ChatModelUnavailableError(ChatModelError):
+    happened = "the provider failed or did not answer in time"
+    transient = True
+
+
+class ChatModelRefusedError(ChatModelError):
+    """The endpoint does not serve the model, refuses the request, or may not be reached."""
+
+    happened = "the endpoint refused the request or does not serve the configured model"
+
+
+class ChatModelResponseError(ChatModelError):
+    happened = "the provider answered with something that is not a completion"
+
+
+class AttachmentLimitError(ConflictError):
+    """A conversation already holds as many attachments as it may (CHAT_MAX_ATTACHMENTS)."""
+
+    code = "ATTACHMENT_LIMIT"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from sluice import aws
 from sluice.access.bases import DefaultEmbedding
@@ -23,6 +24,10 @@ from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import Intake
 from sluice.storage import JobQueue, ObjectStore, StepFunctionsWorkflow
 from sluice.teardown import TeardownContext
+
+if TYPE_CHECKING:
+    from sluice.chat.resources import ChatResources
+    from sluice.llm import ChatModel
 
 _lock = threading.Lock()
 
@@ -93,9 +98,47 @@ def teardown_workflow() -> StepFunctionsWorkflow | None:
     return StepFunctionsWorkflow(aws.client("stepfunctions"), arn) if arn else None
 
 
+# --- chat (SPEC §12) ---------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def _chat_model_for(provider: str, model: str, base_url: str, secret_id: str) -> ChatModel | None:
+    from sluice.llm import build_chat_model
+
+    settings = get_settings()
+    bedrock = aws.client("bedrock-runtime") if provider == "bedrock" else None
+    return build_chat_model(settings, secrets=secret_reader() if secret_id else None, bedrock_client=bedrock)
+
+
+def chat_model() -> ChatModel | None:
+    """The deployment's chat model (CHAT_MODEL_*), built once per configuration."""
+    s = get_settings()
+    return _chat_model_for(s.chat_model_provider, s.chat_model, s.chat_model_base_url, s.chat_model_secret_id)
+
+
+def chat_queue_backlog() -> bool:
+    """Whether the chat queue holds messages no worker has taken (the reaper waits for them)."""
+    return JobQueue(aws.client("sqs"), get_settings().chat_queue_url).waiting() > 0
+
+
+def chat_resources() -> ChatResources:
+    """What the chat routes and worker need; settings as they are now, adapters built once."""
+    from sluice.chat.resources import ATTACHMENT_EMBEDDING, ChatResources
+    from sluice.embedding.tokens import bundled_token_counter
+
+    settings = get_settings()
+
+    def send_job(message: dict[str, object]) -> None:
+        JobQueue(aws.client("sqs"), get_settings().chat_queue_url).send(message)
+
+    return ChatResources(uow=transaction, store=object_store(), settings=settings,
+                         embedder=lambda: embedder_for(ATTACHMENT_EMBEDDING), tokens=bundled_token_counter,
+                         chat_model=chat_model, send_job=send_job, intake=intake)
+
+
 def reset() -> None:
     """Forget built adapters (the local runtime restarts with new endpoints in tests)."""
     with _lock:
+        _chat_model_for.cache_clear()
         stage_context.cache_clear()
         secret_reader.cache_clear()
         key_vault.cache_clear()

@@ -122,6 +122,18 @@ UNTARGETED = {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/rag/embedd
 # the absent answer for whoever does not reach the base; their 202s are tested there too, on bases
 # of their own, since a success here would delete this matrix's bases.)
 UNTARGETED |= {("GET", "/rag/teardowns/{teardown_id}")}
+# Chat routes name the caller's own files and conversations, never a base: ownership is the whole
+# rule (R-ACC-4), tested route by route in tests/e2e/test_chat_http.py.
+UNTARGETED |= {
+    ("POST", "/files/upload"), ("POST", "/files/uploads"), ("GET", "/files/{file_id}"),
+    ("DELETE", "/files/{file_id}"), ("GET", "/files/{file_id}/pages"), ("POST", "/conversations"),
+    ("GET", "/conversations"), ("GET", "/conversations/{conversation_id}"),
+    ("DELETE", "/conversations/{conversation_id}"), ("POST", "/conversations/{conversation_id}/messages"),
+    ("POST", "/conversations/{conversation_id}/attachments"), ("GET", "/conversations/{conversation_id}/attachments"),
+    ("DELETE", "/conversations/{conversation_id}/attachments/{attachment_id}"),
+    ("POST", "/conversations/{conversation_id}/attachments/{attachment_id}/register"),
+    ("POST", "/conversations/{conversation_id}/context"),
+}
 PARAMS = {"kb_id", "doc_id", "name", "user_id"}
 
 TEMPLATE_ROUTES = {(r.method, r.path) for r in parse(ROOT / "template.yaml").routes()}
@@ -160,6 +172,8 @@ def world(runtime, client_for) -> World:
 def _path(template: str, t: Target) -> str:
     values = {"kb_id": t.kb_id, "doc_id": t.doc_id, "name": t.name, "user_id": f"zed_{RUN}",
               "teardown_id": str(uuid.UUID(int=0))}  # only for the token check: receipts are tested apart
+    # The chat routes' own ids (UNTARGETED above): any id, for the token check.
+    values |= {name: str(uuid.uuid4()) for name in ("file_id", "conversation_id", "attachment_id")}
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], template)
 
 

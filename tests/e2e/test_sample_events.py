@@ -15,9 +15,11 @@ EVENTS = Path(__file__).resolve().parents[1] / "events"
 FUNCTION_OF = {"kb": "KbFunction", "uploads": "UploadsFunction", "search": "SearchFunction",
                "parse": "ParseFunction", "chunk": "ChunkFunction", "embed": "EmbedFunction",
                "migrate": "MigrateFunction", "documents": "DocumentsFunction", "dlq": "DeadLetterFunction",
-               "teardowns": "TeardownsFunction", "teardown": "TeardownFunction", "sweep": "TeardownSweepFunction"}
+               "teardowns": "TeardownsFunction", "teardown": "TeardownFunction", "sweep": "TeardownSweepFunction",
+               "chat": "ChatFunction", "chatworker": "ChatWorkerFunction"}
 # Every sample event and the status its route answers, written out (a new event must be added here).
 ANSWER = {
+    "chat_create_conversation": 201,
     "documents_kb_ingestion": 404,  # names a base no one created: the absent answer
     "documents_supported_formats": 200,
     "kb_create": 201,

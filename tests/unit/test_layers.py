@@ -11,11 +11,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "sluice"
 # Lowest first. Within a layer, modules may import each other; a layer never imports one above it.
 LAYERS: list[set[str]] = [
     {"errors", "config", "identity"},  # what everything stands on
-    {"parsing", "chunking", "embedding", "storage"},  # readers, splitters, providers, the object store
+    {"parsing", "chunking", "embedding", "storage", "llm"},  # readers, splitters, providers, the object store
     {"db"},  # the tracking tables and their repositories
     {"vectors"},  # the runtime vector tables
     {"access"},  # who reaches what
-    {"ingest", "search", "teardown"},  # the pipeline, the search service, teardowns
+    {"ingest", "search", "teardown", "chat"},  # the pipeline, the search service, teardowns, chat files and attachments
     {"api"},  # the HTTP edge: bodies, errors, OpenAPI
     {"aws", "observability", "wiring"},  # adapters built once, the handler shapes, the composition root
     {"cli", "local"},  # the command and the local runtime

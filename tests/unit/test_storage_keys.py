@@ -79,3 +79,17 @@ def test_a_download_name_cannot_add_content_disposition_parameters():
     assert '"' not in params[0][1].strip('"')
     assert attachment("Übersicht 2026.pdf") == (
         "attachment; filename=\"Ubersicht_2026.pdf\"; filename*=UTF-8''%C3%9Cbersicht%202026.pdf")
+
+
+def test_chat_keys_are_the_owners_and_never_collide():
+    from sluice.storage import chat_incoming_file_id, chat_incoming_key, chat_key
+
+    a, b = chat_key("alice", "report.csv"), chat_key("alice", "report.csv")
+    assert a != b and re.fullmatch(r"chat/alice/[0-9a-f-]{36}_report\.csv", a)
+    # the user id is the identity provider's sub: made storage-safe like a name
+    assert re.fullmatch(r"chat/evil_x/[0-9a-f-]{36}_etc_passwd", chat_key("../evil/x", "../../etc/passwd"))
+    file_id = uuid.uuid4()
+    assert chat_incoming_key(file_id, "a b.pdf") == f"chat-incoming/{file_id}/a_b.pdf"
+    assert chat_incoming_file_id(chat_incoming_key(file_id, "x.txt")) == file_id
+    assert chat_incoming_file_id(f"incoming/{file_id}/x.txt") is None
+    assert chat_incoming_file_id("chat-incoming/not-a-uuid/x.txt") is None

@@ -68,7 +68,7 @@ def test_stage_queues_have_dead_letter_queues_and_partial_failures(raw):
                   if ev["Type"] == "SQS"]
     assert len(sqs_events) == sum(len(fn.queues) for fn in sourced) >= 6
     assert all(ev["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for _, ev in sqs_events)
-    stage_queues = {"IngestQueue", "ChunkQueue", "EmbedQueue"}
+    stage_queues = {"IngestQueue", "ChunkQueue", "EmbedQueue", "ChatQueue"}
     for name in stage_queues:  # each stage queue hands its failures to a dead-letter queue after a few tries
         q = template.queues[name]
         assert q.dead_letter and q.max_receive_count and q.max_receive_count <= 5, name
@@ -177,7 +177,7 @@ def test_every_function_that_opens_the_database_may_read_its_secret(raw):
         if "requires=(DATABASE" in source:
             opening.append(name)
             assert {"Ref": "DatabaseSecretReadPolicy"} in fn["Properties"]["Policies"], name
-    assert len(opening) == 13
+    assert len(opening) == 15
 
 
 def test_traces_carry_no_responses_or_error_messages(raw):

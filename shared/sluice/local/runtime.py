@@ -117,6 +117,7 @@ class LocalRuntime:
 
         migrate(self.database_url or "")
         self.recovered = self._recover()
+        self._fail_interrupted_work()
         for fn in self.template.functions.values():
             self._load(fn)
         self._unroute = route_lambda_tasks(self.invoke, set(self.template.functions))
@@ -297,6 +298,21 @@ class LocalRuntime:
         reset_settings()
         close_pool()
         wiring.reset()
+
+    @staticmethod
+    def _fail_interrupted_work() -> None:
+        """The local queues live in moto's memory and do not survive a restart (on AWS a message is
+        never lost: it is redelivered, then dead-lettered). So before the pumps start, work a stopped
+        runtime left in progress is failed with a reason rather than left waiting for a message that
+        will never come: an attachment "Interrupted by restart"."""
+        from sluice.chat.attachments import fail_interrupted
+        from sluice.db.connection import transaction
+
+        with transaction() as conn:
+            row = conn.execute("SELECT to_regclass('chat_attachments') IS NOT NULL AS present").fetchone()
+        if row is None or not row["present"]:
+            return  # a template of other functions, whose migrations hold no chat tables
+        fail_interrupted(transaction)
 
     def _load(self, fn: FunctionDef) -> Instances:
         if fn.name not in self._instances:

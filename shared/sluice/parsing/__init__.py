@@ -10,8 +10,9 @@ from sluice.parsing.archives import check_archive, is_safe_member_path, iter_arc
 from sluice.parsing.budget import ParseBudget
 from sluice.parsing.document import ArchiveMember, PageText, ParsedDocument
 from sluice.parsing.extract import extract
-from sluice.parsing.isolation import extract_isolated
-from sluice.parsing.kinds import SUPPORTED_EXTENSIONS, FileKind
+from sluice.parsing.isolation import extract_isolated, render_isolated
+from sluice.parsing.kinds import SUPPORTED_EXTENSIONS, FileKind, kind_for
+from sluice.parsing.render import RENDERABLE, RenderedPage, RenderedPages
 from sluice.parsing.sniff import sniff
 from sluice.parsing.sparse import too_sparse
 
@@ -19,14 +20,19 @@ __all__ = [
     "SUPPORTED_EXTENSIONS",
     "ArchiveMember",
     "FileKind",
+    "RENDERABLE",
     "PageText",
     "ParseBudget",
     "ParsedDocument",
+    "RenderedPage",
+    "RenderedPages",
     "check_archive",
     "extract",
     "extract_isolated",
     "is_safe_member_path",
     "iter_archive_members",
+    "kind_for",
+    "render_isolated",
     "sniff",
     "too_sparse",
 ]

@@ -17,6 +17,7 @@ and a refusal comes back as the same DocumentRefused class with the same message
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
@@ -34,6 +35,7 @@ from sluice.errors import DocumentRefused, ParseError, ParseTimeoutError
 from sluice.parsing.budget import ParseBudget, memory_sentence
 from sluice.parsing.document import ArchiveMember, PageText, ParsedDocument
 from sluice.parsing.kinds import FileKind
+from sluice.parsing.render import RenderedPage, RenderedPages
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,21 @@ def _refusal_classes() -> dict[str, type[DocumentRefused]]:
 
 
 def extract_isolated(data: bytes, kind: FileKind, budget: ParseBudget) -> ParsedDocument:
-    header = json.dumps({"kind": asdict(kind), "budget": asdict(budget)}).encode() + b"\n"
+    answer = _run_child({"kind": asdict(kind), "budget": asdict(budget)}, data, budget)
+    return _document_from(answer["document"])
+
+
+def render_isolated(data: bytes, kind: FileKind, budget: ParseBudget, *, max_pages: int, max_side: int,
+                    max_bytes: int) -> RenderedPages:
+    """``render_pages`` in the same guarded child as ``extract``: a crafted TIFF or PDF that
+    crashes or hangs MuPDF fails this file only."""
+    header = {"task": "render", "kind": asdict(kind), "budget": asdict(budget),
+              "render": {"max_pages": max_pages, "max_side": max_side, "max_bytes": max_bytes}}
+    return _pages_from(_run_child(header, data, budget)["pages"])
+
+
+def _run_child(header_fields: dict[str, Any], data: bytes, budget: ParseBudget) -> dict[str, Any]:
+    header = json.dumps(header_fields).encode() + b"\n"
     env = child_environment()
     with tempfile.TemporaryFile() as stderr:
         child = subprocess.Popen(
@@ -116,7 +132,7 @@ def _kill_group(child: subprocess.Popen[bytes]) -> None:
         os.killpg(child.pid, signal.SIGKILL)
 
 
-def _answer(returncode: int, out: bytes, stderr_tail: str, budget: ParseBudget) -> ParsedDocument:
+def _answer(returncode: int, out: bytes, stderr_tail: str, budget: ParseBudget) -> dict[str, Any]:
     try:
         answer = json.loads(out.decode("utf-8", "surrogatepass")) if out else None
     except ValueError:
@@ -131,7 +147,23 @@ def _answer(returncode: int, out: bytes, stderr_tail: str, budget: ParseBudget) 
         refused = answer["refused"]
         cls = _refusal_classes().get(refused.get("class"), ParseError)
         raise cls(str(refused.get("message") or _CRASH_SENTENCE))
-    return _document_from(answer["document"])
+    return answer
+
+
+def _pages_to(rendered: RenderedPages) -> dict[str, Any]:
+    return {"page_count": rendered.page_count, "left_out_by_cap": rendered.left_out_by_cap,
+            "left_out_by_size": rendered.left_out_by_size,
+            "pages": [{"number": p.number, "width": p.width, "height": p.height,
+                       "png": base64.b64encode(p.png).decode()} for p in rendered.pages]}
+
+
+def _pages_from(raw: dict[str, Any]) -> RenderedPages:
+    return RenderedPages(
+        page_count=int(raw["page_count"]), left_out_by_cap=int(raw["left_out_by_cap"]),
+        left_out_by_size=int(raw["left_out_by_size"]),
+        pages=[RenderedPage(number=int(p["number"]), width=int(p["width"]), height=int(p["height"]),
+                            png=base64.b64decode(p["png"])) for p in raw["pages"]],
+    )
 
 
 def _document_to(document: ParsedDocument) -> dict[str, Any]:
@@ -208,6 +240,19 @@ def _skip_optional_imports() -> None:
         sys.modules.setdefault(optional, None)  # type: ignore[arg-type]
 
 
+def _run_task(header: dict[str, Any], data: bytes, kind: FileKind, budget: ParseBudget) -> dict[str, Any]:
+    if header.get("task") == "render":
+        from sluice.parsing.render import render_pages
+
+        limits = header["render"]
+        return {"pages": _pages_to(render_pages(data, kind, max_pages=int(limits["max_pages"]),
+                                                max_side=int(limits["max_side"]),
+                                                max_bytes=int(limits["max_bytes"])))}
+    from sluice.parsing.extract import extract
+
+    return {"document": _document_to(extract(data, kind, budget))}
+
+
 def _child_main() -> None:
     # Libraries print; only the answer may reach the parent's pipe.
     answer_fd = os.dup(1)
@@ -221,10 +266,8 @@ def _child_main() -> None:
     del raw
     limit_resources(budget.memory_mb)
     _skip_optional_imports()
-    from sluice.parsing.extract import extract
-
     try:
-        answer: dict[str, Any] = {"document": _document_to(extract(data, kind, budget))}
+        answer: dict[str, Any] = _run_task(header, data, kind, budget)
     except DocumentRefused as refused:
         answer = {"refused": {"class": type(refused).__name__, "message": refused.message}}
     except MemoryError:

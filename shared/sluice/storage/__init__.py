@@ -2,6 +2,10 @@
 workflow adapters Sluice sends its own jobs through."""
 
 from sluice.storage.keys import (
+    chat_incoming_file_id,
+    chat_incoming_key,
+    chat_key,
+    chat_text_key,
     collection_prefix,
     content_key,
     display_name,
@@ -22,6 +26,10 @@ __all__ = [
     "JobQueue",
     "ObjectStore",
     "StepFunctionsWorkflow",
+    "chat_incoming_file_id",
+    "chat_incoming_key",
+    "chat_key",
+    "chat_text_key",
     "collection_prefix",
     "content_key",
     "display_name",

@@ -85,6 +85,40 @@ def incoming_document_id(key: str) -> uuid.UUID | None:
         return None
 
 
+def chat_key(user_id: str, filename: str, object_id: uuid.UUID | None = None) -> str:
+    """``chat/<user_id>/<uuid>_<safe name>`` (R-UP-5): a chat file, its owner's only.
+
+    The user id comes from the identity provider's ``sub``, which may hold any character: it is
+    made storage-safe like a filename, and the uuid keeps two users whose ids sanitise alike apart.
+    """
+    return f"chat/{safe_filename(user_id)}/{object_id or uuid.uuid4()}_{safe_filename(filename)}"
+
+
+def chat_text_key(storage_path: str) -> str:
+    """Where a chat file's extracted text is kept beside it: its key plus ``.txt``."""
+    return f"{storage_path}.txt"
+
+
+def chat_incoming_key(file_id: uuid.UUID, filename: str) -> str:
+    """``chat-incoming/<file>/<safe name>``: where a presigned chat upload lands before it is checked.
+
+    Apart from ``incoming/`` (the knowledge-base uploads, another queue) and from the stored
+    original, so a replayed POST never replaces a file that was checked (the first arrival is kept).
+    """
+    return f"chat-incoming/{file_id}/{safe_filename(filename)}"
+
+
+def chat_incoming_file_id(key: str) -> uuid.UUID | None:
+    """The chat file a ``chat-incoming/<file>/<name>`` object was uploaded for, or None."""
+    parts = key.split("/", 2)
+    if len(parts) < 3 or parts[0] != "chat-incoming" or not parts[2]:
+        return None
+    try:
+        return uuid.UUID(parts[1])
+    except ValueError:
+        return None
+
+
 def collection_prefix(collection: str) -> str:
     return f"rag/{collection}/"
 

@@ -18,6 +18,8 @@ SCHEMA_TABLES = frozenset({
     "knowledge_bases", "knowledge_base_grants", "documents", "collection_teardowns", "schema_migrations",
     "upload_quotas", "upload_events",
     "teardown_documents",
+    # Chat (0008): files, conversations, messages, attachments and the attachments' chunks.
+    "chat_files", "conversations", "chat_messages", "chat_attachments", "chat_attachment_chunks",
 })
 
 
