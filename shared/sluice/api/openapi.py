@@ -85,6 +85,8 @@ def _describe_errors(operation: dict[str, Any], open_route: bool) -> None:
     """Powertools describes a refused request as its own 422 body; Sluice answers R-ERR-1's."""
     responses = operation.setdefault("responses", {})
     responses.pop("422", None)
+    if "204" in responses:  # Powertools documents the handler's None as a JSON null; a 204 has no body
+        responses["204"].pop("content", None)
     for status, description in _ERROR_RESPONSES.items():
         if open_route and status == "401":
             continue

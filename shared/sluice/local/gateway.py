@@ -30,6 +30,23 @@ def _error(status: int, code: str, message: str) -> tuple[int, dict[str, str], b
     return status, {"content-type": "application/json"}, body
 
 
+# What the HTTP server itself refuses before a route is known (a header line over 64 KB, over 100
+# headers, a request line over 64 KB, a malformed request line or method): the same R-ERR-1 body
+# as every other answer, in words that repeat nothing of the request.
+_PROTOCOL_ERRORS = {
+    400: ("BAD_REQUEST", "The request could not be read as HTTP."),
+    414: ("URI_TOO_LONG", "The request's address is longer than the API accepts."),
+    431: ("HEADERS_TOO_LARGE", "The request's headers are larger than the API accepts."),
+    501: ("NOT_IMPLEMENTED", "The API does not answer this method."),
+    505: ("HTTP_VERSION_NOT_SUPPORTED", "The API answers HTTP/1.0 and HTTP/1.1 only."),
+}
+
+
+def protocol_error(status: int) -> tuple[int, dict[str, str], bytes]:
+    code, message = _PROTOCOL_ERRORS.get(status, ("BAD_REQUEST", "The request could not be read as HTTP."))
+    return _error(status, code, message)
+
+
 def body_refusal(headers: dict[str, str]) -> tuple[int, dict[str, str], bytes] | None:
     """Why a request's body will not be read, decided from its headers alone (API Gateway's limits)."""
     if "transfer-encoding" in headers:
@@ -160,6 +177,21 @@ class Gateway:
                 self.wfile.write(payload)
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+            def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+                # http.server answers these with an HTML page; the API answers R-ERR-1 everywhere.
+                status, out_headers, payload = protocol_error(code)
+                self.close_connection = True
+                # An unreadable request line leaves the version at HTTP/0.9, which has no status line.
+                self.request_version = "HTTP/1.1"
+                self.send_response(status)
+                for k, v in out_headers.items():
+                    self.send_header(k, v)
+                self.send_header("content-length", str(len(payload)))
+                self.send_header("connection", "close")
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass

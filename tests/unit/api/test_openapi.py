@@ -30,3 +30,13 @@ def test_every_template_route_is_documented_once_with_the_r_err_1_error_body():
     error = document["components"]["schemas"]["ErrorBody"]
     assert error["required"] == ["error"]
     assert set(document["components"]["schemas"]["ErrorDetail"]["required"]) == {"code", "message", "details"}
+
+
+def test_a_no_content_answer_is_documented_without_a_body():
+    # Found by Schemathesis (issue 17): the 204 of DELETE /kb/{kb_id}/grants/{user_id} was documented
+    # as application/json null, while the answer has no body and no content type.
+    document = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    no_content = [(method, path, op["responses"]["204"]) for path, ops in document["paths"].items()
+                  for method, op in ops.items() if "204" in op["responses"]]
+    assert no_content, "no route answers 204"
+    assert [(m, p) for m, p, answer in no_content if "content" in answer] == []
