@@ -98,6 +98,17 @@ class Settings(BaseSettings):
     sync_function_role_buckets: str = Field("", alias="SYNC_FUNCTION_ROLE_BUCKETS")
     sync_min_schedule_minutes: int = Field(15, alias="SYNC_MIN_SCHEDULE_MINUTES")
 
+    # Teardowns (R-TD-1..3): the workflow the delete routes start, and the waits and budgets of its steps.
+    teardown_state_machine_arn: str = Field("", alias="TEARDOWN_STATE_MACHINE_ARN")
+    # A delete waits this long for the writes running on its collection name, then answers 409.
+    teardown_request_wait_seconds: float = Field(15, alias="TEARDOWN_REQUEST_WAIT_SECONDS")
+    # A step waits this long for a table lock (a long query on the table) before it fails and is retried.
+    teardown_lock_timeout_seconds: float = Field(30, alias="TEARDOWN_LOCK_TIMEOUT_SECONDS")
+    # One task call works this long, then hands back to the workflow, which calls it again.
+    teardown_step_budget_seconds: float = Field(60, alias="TEARDOWN_STEP_BUDGET_SECONDS")
+    # The sweep starts again a reservation that has made no progress for this long (R-TD-2).
+    teardown_sweep_after_seconds: int = Field(3600, alias="TEARDOWN_SWEEP_AFTER_SECONDS")
+
     # Chat files and conversation attachments (SPEC §12, seed 001). CHAT_MAX_UPLOAD_SIZE_MB is above.
     # The queue that runs attachment work off the request, and its dead-letter queue (by ARN).
     chat_queue_url: str = Field("", alias="CHAT_QUEUE_URL")

@@ -76,6 +76,15 @@ class DocCapReachedError(ConflictError):
     code = "DOC_CAP_REACHED"
 
 
+# --- teardowns (R-TD-1, R-TD-3) ---------------------------------------------------------------
+
+class NameBusyError(ConflictError):
+    """A running write (or teardown) holds the collection name: 409, try again after Retry-After."""
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message, details={"retry_after": retry_after}, headers={"Retry-After": str(retry_after)})
+
+
 class RateLimitError(SluiceError):
     status = 429
     code = "RATE_LIMIT_EXCEEDED"
@@ -139,6 +148,12 @@ class TooManyChunksError(DocumentRefused):
     """A document whose settings would split it into more chunks than one document may have."""
 
     code = "TOO_MANY_CHUNKS"
+
+
+class CollectionTornDownError(DocumentRefused):
+    """A chunk write reached a collection a teardown has reserved (R-TD-1): nothing is written."""
+
+    code = "COLLECTION_TORN_DOWN"
 
 
 class StoredFileMissingError(DocumentRefused):

@@ -22,9 +22,10 @@ from sluice.embedding.rerank import Reranker, RerankerSettings, build_reranker
 from sluice.ingest.recovery import StageQueues
 from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import Intake
-from sluice.storage import JobQueue, ObjectStore
+from sluice.storage import JobQueue, ObjectStore, StepFunctionsWorkflow
 from sluice.sync.connectors import ConnectorOpener, SecretValues
 from sluice.sync.context import StepFunctionsExecutions, SyncContext
+from sluice.teardown import TeardownContext
 
 if TYPE_CHECKING:
     from sluice.chat.resources import ChatResources
@@ -101,6 +102,18 @@ def sync_context() -> SyncContext:
     return SyncContext(uow=transaction, store=aws.object_store(), settings=settings,
                        connectors=ConnectorOpener(settings, SecretValues(aws.client("secretsmanager"))),
                        executions=executions, vault=key_vault(), read_parameter=aws.parameter_value)
+
+
+# --- teardowns (issue 15) ------------------------------------------------------------------------
+
+def teardown_context() -> TeardownContext:
+    return TeardownContext(uow=transaction, store=object_store(), settings=get_settings())
+
+
+def teardown_workflow() -> StepFunctionsWorkflow | None:
+    """The teardown state machine (TEARDOWN_STATE_MACHINE_ARN), or None where none is configured."""
+    arn = get_settings().teardown_state_machine_arn
+    return StepFunctionsWorkflow(aws.client("stepfunctions"), arn) if arn else None
 
 
 # --- chat (SPEC §12) ---------------------------------------------------------------------------

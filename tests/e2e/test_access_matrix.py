@@ -135,6 +135,11 @@ UNTARGETED = {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/rag/embedd
               ("GET", "/rag/sync/connectors")}
 # R-ACC-6: sharing into private pools names no base; tests/e2e/test_shared_pools_http.py checks them.
 UNTARGETED |= {("POST", "/pools/documents"), ("POST", "/pools/uploads"), ("GET", "/pools/documents")}
+# A receipt names a teardown, not a base: who reads it is tested in tests/e2e/test_teardown_http.py.
+# (DELETE /kb/{kb_id} and DELETE /rag/collections/{name} are checked below as every other route is:
+# the absent answer for whoever does not reach the base; their 202s are tested there too, on bases
+# of their own, since a success here would delete this matrix's bases.)
+UNTARGETED |= {("GET", "/rag/teardowns/{teardown_id}")}
 # Chat routes name the caller's own files and conversations, never a base: ownership is the whole
 # rule (R-ACC-4), tested route by route in tests/e2e/test_chat_http.py.
 UNTARGETED |= {
@@ -203,7 +208,8 @@ def sync_objects(t: Target, creator: str) -> None:
 
 def _path(template: str, t: Target) -> str:
     values = {"kb_id": t.kb_id, "doc_id": t.doc_id, "name": t.name, "user_id": f"zed_{RUN}",
-              "source_id": t.source_id, "run_id": t.run_id}
+              "source_id": t.source_id, "run_id": t.run_id,
+              "teardown_id": str(uuid.UUID(int=0))}  # only for the token check: receipts are tested apart
     # The chat routes' own ids (UNTARGETED above): any id, for the token check.
     values |= {name: str(uuid.uuid4()) for name in ("file_id", "conversation_id", "attachment_id")}
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], template)

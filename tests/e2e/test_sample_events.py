@@ -15,8 +15,8 @@ EVENTS = Path(__file__).resolve().parents[1] / "events"
 FUNCTION_OF = {"kb": "KbFunction", "uploads": "UploadsFunction", "search": "SearchFunction",
                "parse": "ParseFunction", "chunk": "ChunkFunction", "embed": "EmbedFunction",
                "migrate": "MigrateFunction", "documents": "DocumentsFunction", "dlq": "DeadLetterFunction",
-               "chat": "ChatFunction", "chatworker": "ChatWorkerFunction",
-               "sources": "SourcesFunction"}
+               "teardowns": "TeardownsFunction", "teardown": "TeardownFunction", "sweep": "TeardownSweepFunction",
+               "chat": "ChatFunction", "chatworker": "ChatWorkerFunction", "sources": "SourcesFunction"}
 # Every sample event and the status its route answers, written out (a new event must be added here).
 ANSWER = {
     "chat_create_conversation": 201,
@@ -29,6 +29,16 @@ ANSWER = {
     "uploads_presign": 404,  # names a base no one created
     "sources_connectors": 200,
     "sources_list": 404,  # names a base no one created
+    "teardowns_delete_kb": 404,  # names a base no one created
+    "teardowns_delete_collection": 404,  # names a collection no one created
+    "teardowns_receipt": 404,  # names a teardown no one asked for
+}
+# What each other (direct, scheduled) sample answers: its result's keys and a check of them.
+DIRECT = {
+    "migrate": lambda r: set(r) == {"applied"} and isinstance(r["applied"], list),
+    # a step for a teardown that is not there has nothing to do, and says so
+    "teardown_step_release": lambda r: r == {"step": "release", "more": False, "state": "absent"},
+    "sweep_hourly": lambda r: set(r) == {"restarted"} and isinstance(r["restarted"], list),
 }
 ABSENT = {"error": {"code": "NOT_FOUND", "message": "Collection not found", "details": {}}}
 
@@ -53,4 +63,4 @@ def test_sample_event_runs(runtime, path: Path):
     elif "Records" in event:
         assert result == {"batchItemFailures": []}
     else:
-        assert set(result) == {"applied"} and isinstance(result["applied"], list)
+        assert DIRECT[path.stem](result), result

@@ -40,8 +40,9 @@ def caller(client_for):
     return client_for(*CALLER)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def kb(caller) -> dict[str, str]:
+    # One per test: DELETE /kb/{kb_id} tears the base down (issue 15), so a later test needs its own.
     resp = caller.post("/kb", json={"name": f"Fuzzed {RUN}", "scope": "org"})
     assert resp.status_code == 201, resp.text
     return resp.json()

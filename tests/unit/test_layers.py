@@ -15,7 +15,8 @@ LAYERS: list[set[str]] = [
     {"db"},  # the tracking tables and their repositories
     {"vectors"},  # the runtime vector tables
     {"access"},  # who reaches what
-    {"ingest", "search", "chat", "sync"},  # the pipeline, the search service, chat files and attachments, source syncs
+    # the pipeline, the search service, teardowns, chat files and attachments, source syncs
+    {"ingest", "search", "teardown", "chat", "sync"},
     {"api"},  # the HTTP edge: bodies, errors, OpenAPI
     {"aws", "observability", "wiring"},  # adapters built once, the handler shapes, the composition root
     {"cli", "local"},  # the command and the local runtime

@@ -177,7 +177,8 @@ def test_every_function_that_opens_the_database_may_read_its_secret(raw):
         if "requires=(DATABASE" in source:
             opening.append(name)
             assert {"Ref": "DatabaseSecretReadPolicy"} in fn["Properties"]["Policies"], name
-    assert len(opening) == 15  # 12, and the three of source syncs (SourcesFunction, SyncTask, SyncSchedule)
+    # 12, the three of source syncs (SourcesFunction, SyncTask, SyncSchedule), the three of teardowns
+    assert len(opening) == 18
 
 
 def test_traces_carry_no_responses_or_error_messages(raw):

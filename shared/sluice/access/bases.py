@@ -21,11 +21,12 @@ from sluice.access.resolve import (
 )
 from sluice.chunking import validate_collection_config
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db import name_locks
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel, find_model, load_catalog
 from sluice.embedding.endpoints import deployment_policy, endpoint_problem
-from sluice.errors import ConflictError, ValidationError
+from sluice.errors import ConflictError, NameBusyError, ValidationError
 from sluice.identity import Principal
 from sluice.vectors import fulltext as vector_fulltext
 from sluice.vectors import store as vector_store
@@ -41,6 +42,9 @@ class DefaultEmbedding:
 
 # A derived name is random; a second draw is for the astronomically unlikely taken one.
 _DERIVE_ATTEMPTS = 3
+# How long a create waits for a write running on the name, and what its 409 asks to wait (R-TD-3).
+CLAIM_WAIT_SECONDS = 1.0
+CLAIM_RETRY_AFTER_SECONDS = 2
 
 
 class CreateKnowledgeBase(BaseModel):
@@ -102,10 +106,15 @@ def claim_name(conn: Connection, p: Principal, name: str) -> list[KnowledgeBase]
     A name is free when every base holding it is one the caller may write (they
     could delete or clear them all anyway), no teardown has it reserved, and —
     when no base holds it — no unfiled content of another tenant sits under it
-    (an app admin may adopt such content). The lock serialises claims of one
-    name until the claiming transaction ends, so two creators cannot both find it free.
+    (an app admin may adopt such content). The name's lock, taken exclusively,
+    serialises claims (and teardowns) of one name until the claiming transaction
+    ends, so two creators cannot both find it free; a chunk write running on the
+    name holds it shared, and a claim waits for it only briefly before a 409 with
+    a retry hint (R-TD-3): each waiting request holds a database connection.
     """
-    conn.execute("SELECT pg_advisory_xact_lock(hashtext('claim:' || %s))", (name,))
+    if not name_locks.take(conn, name, wait_seconds=CLAIM_WAIT_SECONDS):
+        raise NameBusyError("A write to this collection name is running; try again in a moment.",
+                            retry_after=CLAIM_RETRY_AFTER_SECONDS)
     if kb_repo.teardown_reserved(conn, name):
         raise ConflictError(
             "This collection name is being torn down; try again shortly or choose another name.",

@@ -241,6 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
     from sluice.cli.sync import add_parser as add_sync
 
     add_sync(sub)
+
+    from sluice.cli.collections import add_parser as add_collections
+    from sluice.cli.drop import add_parser as add_drop
+
+    add_collections(sub)
+    add_drop(sub)
     return parser
 
 

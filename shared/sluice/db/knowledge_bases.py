@@ -78,6 +78,7 @@ def insert(conn: Connection, kb: KnowledgeBase) -> KnowledgeBase:
 
 
 def get(conn: Connection, kb_id: uuid.UUID, *, lock: str | None = None) -> KnowledgeBase | None:
+    """The base, with its grants; ``lock`` "share" (a chunk write) or "update" (a change, a teardown)."""
     suffix = {None: "", "share": " FOR SHARE", "update": " FOR UPDATE"}[lock]
     row = conn.execute(f"SELECT {_FIELDS} FROM knowledge_bases WHERE id = %s{suffix}", (kb_id,)).fetchone()
     if row is None:
@@ -198,7 +199,14 @@ def unfiled_rows_hold(conn: Connection, collection_name: str, org_id: str | None
 
 
 def teardown_reserved(conn: Connection, collection_name: str) -> bool:
+    """Whether a teardown holds the name: from its request's commit until its release (R-TD-1)."""
     row = conn.execute(
-        "SELECT 1 FROM collection_teardowns WHERE collection_name = %s LIMIT 1", (collection_name,)
+        "SELECT 1 FROM collection_teardowns WHERE collection_name = %s AND released_at IS NULL LIMIT 1",
+        (collection_name,),
     ).fetchone()
     return row is not None
+
+
+def delete(conn: Connection, kb_ids: list[uuid.UUID]) -> int:
+    """Delete bases (their grants go with them); the caller has deleted or kept their documents."""
+    return conn.execute("DELETE FROM knowledge_bases WHERE id = ANY(%s)", (kb_ids,)).rowcount

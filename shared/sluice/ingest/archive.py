@@ -15,9 +15,10 @@ from sluice.access.resolve import RECIPIENTS
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db import recipients as recipient_repo
+from sluice.db import teardowns as td_repo
 from sluice.db.documents import Document
 from sluice.ingest.retire import forget_objects, retire_absent_members, retire_replaced
-from sluice.ingest.runner import StageContext
+from sluice.ingest.runner import StageContext, StaleEvent
 from sluice.parsing import FileKind, check_archive, iter_archive_members
 from sluice.parsing.archives import member_source_path
 from sluice.storage import content_key, display_name, rag_key
@@ -56,6 +57,11 @@ def unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes, 
         source_path = member_source_path(archive_path, member.path)
         unpacked.add(source_path)
         with ctx.uow() as conn:
+            # Under the base's share lock (R-TD-3): a teardown that deleted the archive's row, or
+            # reserved the name against this base, gets no member filed after it.
+            if (kb_repo.get(conn, kb.id, lock="share") is None or doc_repo.get(conn, doc.id) is None
+                    or td_repo.reservation_blocks_write(conn, kb.collection_name, kb.id)):
+                raise StaleEvent(str(doc.id))
             doc_repo.insert_if_absent(
                 conn, id=child_id, kb_id=kb.id, org_id=kb.org_id, collection_name=kb.collection_name,
                 filename=name, filesize=len(content), storage_path=key, source=doc.source,

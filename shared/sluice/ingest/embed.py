@@ -8,9 +8,11 @@ from datetime import UTC, datetime
 
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db import name_locks
+from sluice.db import teardowns as td_repo
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
-from sluice.errors import EmbeddingCallError, EmbeddingError
+from sluice.errors import CollectionTornDownError, EmbeddingCallError, EmbeddingError
 from sluice.ingest.artifacts import ChunkedText, read_chunks
 from sluice.ingest.failures import is_refusal
 from sluice.ingest.retire import forget_objects, retire_replaced
@@ -79,19 +81,26 @@ def store_chunks(ctx: StageContext, doc_id: uuid.UUID, attempt: int, kb: Knowled
                  rows: list[ChunkRow]) -> list[Document] | None:
     """Write a document's chunks, retire what it replaces and mark it done, in one transaction.
 
-    The base row is share-locked first (R-TD-3): a concurrent delete of the base
-    waits for this commit, or this write finds the base gone. The document row is
-    locked next: a document deleted meanwhile gets no chunks (R-DOC-6). New chunks
-    are inserted before old ones are deleted (R-VEC-3). Returns the retired rows,
-    whose stored objects the caller deletes after the commit, or None when nothing
-    was written.
+    The collection name is held shared, then the base row share-locked (R-TD-3): a
+    concurrent delete of the base waits for this commit, or this write finds the
+    base gone; a create on the name waits briefly for it. The document row is
+    locked next: a document deleted meanwhile gets no chunks (R-DOC-6). A teardown
+    that reserved the name for this base (or to drop its table) refuses the write
+    (R-TD-1). New chunks are inserted before old ones are deleted (R-VEC-3).
+    Returns the retired rows, whose stored objects the caller deletes after the
+    commit, or None when nothing was written.
     """
     with ctx.uow() as conn:
+        name_locks.hold_for_write(conn, kb.collection_name)
         if kb_repo.get(conn, kb.id, lock="share") is None:
             return None
         doc = doc_repo.get(conn, doc_id, for_update=True)
         if doc is None or not doc.is_current(attempt):
             return None
+        if td_repo.reservation_blocks_write(conn, kb.collection_name, kb.id):
+            raise CollectionTornDownError(
+                "The collection was being torn down when this document was indexed, so nothing was written; "
+                "upload it again once the teardown is done.")
         vector_store.ensure_table(conn, kb.collection_name, kb.embedding_dim, language=kb.text_search_language)
         vector_store.replace_document_chunks(conn, kb.collection_name, doc_id, rows)
         retired = retire_replaced(conn, doc)

@@ -25,7 +25,7 @@ from sluice.db.documents import Document
 from sluice.embedding import Embedder, EmbeddingSpec
 from sluice.ingest.failures import failure_summary, is_refusal
 from sluice.parsing import ParseBudget
-from sluice.storage import ObjectStore, content_key
+from sluice.storage import ObjectStore, content_key, stage_key
 
 log = logging.getLogger("sluice.ingest")
 
@@ -72,8 +72,9 @@ def claim(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, stage: str)
     """Claim the row for a stage: it must exist, be processing, and be on this attempt.
 
     A row that is gone was deleted while its document was indexing: an earlier
-    stage may have written the parsed text after the delete removed it, so the
-    stage that finds the row gone removes it (R-DOC-6). Stage artifacts expire.
+    stage may have written the parsed text and this attempt's artifacts after the
+    delete (or its teardown) removed what was there, so the stage that finds the
+    row gone removes them (R-DOC-6, R-TD-1): no object outlives its row.
     """
     with ctx.uow() as conn:
         doc = doc_repo.get(conn, doc_id, for_update=True)
@@ -81,7 +82,8 @@ def claim(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, stage: str)
             doc_repo.update(conn, doc_id, stage=stage, progress_done=None, progress_total=None)
             return doc
     if doc is None:
-        ctx.store.delete_many([content_key(doc_id)])
+        artifacts = [stage_key(s, doc_id, attempt) for s in ("parsed", "chunks")] if attempt is not None else []
+        ctx.store.delete_many([content_key(doc_id), *artifacts])
     raise StaleEvent(str(doc_id))
 
 

@@ -93,7 +93,9 @@ def _check_writable(conn: Connection, intake: Intake, p: Principal, kb_id: str, 
                     ) -> tuple[KnowledgeBase, IngestionConfig]:
     settings = intake.settings
     check_indexing_open(settings, intake.read_parameter)
-    kb = resolve_base(conn, p, kb_id, write=True)
+    # Share-locked (R-TD-3): a teardown of the base waits for this row to commit and deletes it with
+    # the others, or this upload finds the base gone; it never files a row under a deleted base.
+    kb = resolve_base(conn, p, kb_id, write=True, lock="share")
     if kb_repo.teardown_reserved(conn, kb.collection_name):
         raise ConflictError("This collection is being torn down; uploads to it are refused.")
     # Last: it counts the upload, and the transaction that writes the row keeps or drops the count.

@@ -1,4 +1,5 @@
-"""Object storage: key naming, filename sanitising, and the S3 adapter (SSE-KMS always)."""
+"""Object storage: key naming, filename sanitising, and the S3 adapter (SSE-KMS always); the queue and
+workflow adapters Sluice sends its own jobs through."""
 
 from sluice.storage.keys import (
     chat_incoming_file_id,
@@ -19,10 +20,12 @@ from sluice.storage.keys import (
 )
 from sluice.storage.queues import JobQueue
 from sluice.storage.s3 import ObjectStore
+from sluice.storage.workflows import StepFunctionsWorkflow
 
 __all__ = [
     "JobQueue",
     "ObjectStore",
+    "StepFunctionsWorkflow",
     "chat_incoming_file_id",
     "chat_incoming_key",
     "chat_key",

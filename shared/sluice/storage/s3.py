@@ -118,15 +118,36 @@ class ObjectStore:
     def delete(self, key: str) -> None:
         self._s3.delete_object(Bucket=self.bucket, Key=key)
 
-    def delete_many(self, keys: Iterable[str]) -> None:
+    def delete_many(self, keys: Iterable[str]) -> list[str]:
+        """Delete the keys, 1,000 a DeleteObjects call; an absent key is deleted already.
+        Returns the keys S3 refused to delete (none, normally)."""
+        refused: list[str] = []
         batch: list[dict[str, str]] = []
         for key in keys:
             batch.append({"Key": key})
             if len(batch) == 1000:
-                self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+                refused += self._delete_objects(batch)
                 batch = []
         if batch:
-            self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+            refused += self._delete_objects(batch)
+        return refused
+
+    def _delete_objects(self, batch: list[dict[str, str]]) -> list[str]:
+        # Quiet: the answer lists only the keys that could not be deleted.
+        resp = self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+        return [str(e["Key"]) for e in resp.get("Errors", [])]
+
+    def listed(self, prefix: str) -> dict[str, int]:
+        """Every key under ``prefix`` with its size in bytes (ListObjectsV2, a page of 1,000 at a time)."""
+        found: dict[str, int] = {}
+        args: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+        while True:
+            resp = self._s3.list_objects_v2(**args)
+            for item in resp.get("Contents", []):
+                found[str(item["Key"])] = int(item["Size"])
+            if not resp.get("IsTruncated"):
+                return found
+            args["ContinuationToken"] = resp["NextContinuationToken"]
 
     def presigned_post(self, key: str, *, max_bytes: int, expires_in: int, metadata: dict[str, str]
                        ) -> dict[str, Any]:

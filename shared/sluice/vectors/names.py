@@ -21,6 +21,8 @@ SCHEMA_TABLES = frozenset({
     "sync_sources", "sync_logs", "sync_log_files", "document_claims", "sync_audit",
     # documents shared into private pools (0009)
     "document_recipients",
+    # teardowns' document lists (0007)
+    "teardown_documents",
     # Chat (0008): files, conversations, messages, attachments and the attachments' chunks.
     "chat_files", "conversations", "chat_messages", "chat_attachments", "chat_attachment_chunks",
 })
@@ -46,6 +48,23 @@ def validate_collection_name(name: str, field: str = "collection_name") -> str:
     if problem:
         raise ValidationError("Invalid collection name", fields={field: problem})
     return name
+
+
+def is_runtime_table(table: str) -> bool:
+    """Whether a table of the database is a collection's runtime table, not one the migrations own.
+
+    The predicate read the other way round from ``validate_collection_name``: ``rag_`` and a
+    usable collection name after it, and no migration creates it (``SCHEMA_TABLES``, which
+    tests/unit/test_schema_tables.py keeps equal to what the migrations create). ``sluice
+    collections`` lists by it and a teardown drops only what it admits.
+    """
+    if table in SCHEMA_TABLES or not table.startswith("rag_"):
+        return False
+    try:
+        validate_collection_name(table.removeprefix("rag_"))
+    except ValidationError:
+        return False
+    return True
 
 
 def table_name(collection: str) -> str:

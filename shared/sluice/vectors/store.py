@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 from sluice.db.connection import Connection
 from sluice.db.migrations import version_tuple
 from sluice.vectors.fulltext import DEFAULT_LANGUAGE, tsvector_column
-from sluice.vectors.names import index_ident, table_ident, table_name
+from sluice.vectors.names import index_ident, is_runtime_table, table_ident, table_name
 
 
 @dataclass
@@ -266,3 +266,70 @@ def count_chunks(conn: Connection, collection: str, document_id: uuid.UUID | Non
 
 def drop_table(conn: Connection, collection: str) -> None:
     conn.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=table_ident(collection)))
+
+
+# --- teardowns (R-TD-1): a base's chunks, a table's unfiled content, the runtime tables ----------
+
+def _of_bases(kb_ids: Sequence[uuid.UUID], document_ids: Sequence[uuid.UUID]) -> tuple[sql.Composable, dict[str, Any]]:
+    return (sql.SQL("(kb_id = ANY(%(kbs)s) OR document_id = ANY(%(docs)s))"),
+            {"kbs": list(kb_ids), "docs": list(document_ids)})
+
+
+def count_chunks_of(conn: Connection, collection: str, kb_ids: Sequence[uuid.UUID],
+                    document_ids: Sequence[uuid.UUID] = ()) -> int:
+    """The chunks filed under ``kb_ids``, or of ``document_ids``, in the collection's table."""
+    if not table_exists(conn, collection):
+        return 0
+    where, params = _of_bases(kb_ids, document_ids)
+    row = conn.execute(sql.SQL("SELECT count(*) AS n FROM {t} WHERE ").format(t=table_ident(collection)) + where,
+                       params).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+def delete_chunks_of(conn: Connection, collection: str, kb_ids: Sequence[uuid.UUID],
+                     document_ids: Sequence[uuid.UUID], *, limit: int) -> int:
+    """Delete at most ``limit`` of the chunks ``count_chunks_of`` counts; returns how many went.
+
+    A batch at a time, so that a base of millions of chunks is removed in bounded
+    transactions while the table stays in use by the bases that share it.
+    """
+    if not table_exists(conn, collection):
+        return 0
+    where, params = _of_bases(kb_ids, document_ids)
+    t = table_ident(collection)
+    query = (sql.SQL("DELETE FROM {t} WHERE id IN (SELECT id FROM {t} WHERE ").format(t=t) + where
+             + sql.SQL(" LIMIT %(limit)s)"))
+    return conn.execute(query, {**params, "limit": limit}).rowcount
+
+
+def holds_unfiled_chunks_outside(conn: Connection, collection: str, *, document_ids: Sequence[uuid.UUID],
+                                 orgs: Sequence[str], untenanted: bool) -> bool:
+    """Whether the table holds a chunk no base files that a teardown does not take.
+
+    A teardown takes the chunks of the rows it deleted (``document_ids``) and the
+    unfiled chunks of the tenants it takes (``orgs``; no organization with ``untenanted``).
+    """
+    if not table_exists(conn, collection):
+        return False
+    query = sql.SQL(
+        """
+        SELECT 1 FROM {t}
+         WHERE kb_id IS NULL AND NOT document_id = ANY(%(docs)s)
+           AND NOT coalesce(org_id = ANY(%(orgs)s), false)
+           AND NOT (%(untenanted)s AND org_id IS NULL)
+         LIMIT 1
+        """
+    ).format(t=table_ident(collection))
+    row = conn.execute(query, {"docs": list(document_ids), "orgs": list(orgs), "untenanted": untenanted}).fetchone()
+    return row is not None
+
+
+def runtime_tables(conn: Connection) -> list[str]:
+    """The collections whose runtime table exists, by name (``names.is_runtime_table``)."""
+    rows = conn.execute(
+        "SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema() AND starts_with(c.relname, 'rag_')"
+        " ORDER BY c.relname"
+    ).fetchall()
+    return [r["name"].removeprefix("rag_") for r in rows if is_runtime_table(r["name"])]
