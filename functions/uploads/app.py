@@ -45,18 +45,23 @@ def upload_document(
     ingestion: Annotated[str | None, Form(description="A JSON object of chunking settings for this document.")] = None,
 ) -> Response[AcceptedOut]:
     p = principal(app)
-    settings = get_settings()
-    limit = min(settings.direct_upload_max_bytes, settings.max_upload_bytes)
-    if len(file.content) > limit:
-        raise FileTooLargeError(
-            f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger files "
-            f"(up to {settings.max_upload_size_mb} MB) use POST /kb/{{kb_id}}/uploads.",
-            details={"limit_bytes": limit},
-        )
+    _fits_a_direct_upload(file.content, "/kb/{kb_id}/uploads")
     fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
                              document_date=document_date, ingestion=ingestion)
     taken = accept_direct_upload(intake(), p, kb_id, file.filename or "file", file.content, fields)
     return respond(202, accepted_view(taken))
+
+
+def _fits_a_direct_upload(content: bytes, presigned_route: str) -> None:
+    """Refuse a direct upload over the direct limit, naming the presigned route that takes it."""
+    settings = get_settings()
+    limit = min(settings.direct_upload_max_bytes, settings.max_upload_bytes)
+    if len(content) > limit:
+        raise FileTooLargeError(
+            f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger files "
+            f"(up to {settings.max_upload_size_mb} MB) use POST {presigned_route}.",
+            details={"limit_bytes": limit},
+        )
 
 
 @app.post("/kb/<kb_id>/uploads", summary="Ask for a presigned POST straight to storage (up to the ceiling)",
@@ -85,14 +90,7 @@ def share_document(
     ingestion: Annotated[str | None, Form(description="A JSON object of chunking settings for this document.")] = None,
 ) -> Response[SharedAcceptedOut]:
     p = principal(app)
-    settings = get_settings()
-    limit = min(settings.direct_upload_max_bytes, settings.max_upload_bytes)
-    if len(file.content) > limit:
-        raise FileTooLargeError(
-            f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger files "
-            f"(up to {settings.max_upload_size_mb} MB) use POST /pools/uploads.",
-            details={"limit_bytes": limit},
-        )
+    _fits_a_direct_upload(file.content, "/pools/uploads")
     fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
                              document_date=document_date, ingestion=ingestion)
     taken = accept_shared_upload(intake(), p, recipients_field(recipients), file.filename or "file", file.content,
