@@ -173,17 +173,24 @@ def accept_presigned_upload(intake: Intake, p: Principal, kb_id: str, req: Presi
         _validate_override(kb, config, req.ingestion)
         key = rag_key(kb.collection_name, req.filename)
         doc = _new_row(conn, p, kb, req.filename, key, req, req.size, None)
+    upload = _presigned_post(store, settings, uow, doc.id, req.filename)
+    return Accepted(doc, upload)
+
+
+def _presigned_post(store: ObjectStore, settings: Settings, uow: UnitOfWork, doc_id: uuid.UUID,
+                    filename: str) -> dict[str, Any]:
+    """The presigned POST a row's file arrives through (under incoming/); the row fails with a
+    sentence if none can be made."""
     try:
-        upload = store.presigned_post(
-            incoming_key(doc.id, req.filename),
+        return store.presigned_post(
+            incoming_key(doc_id, filename),
             max_bytes=settings.max_upload_bytes,
             expires_in=settings.presign_expires_seconds,
-            metadata={"document-id": str(doc.id)},
+            metadata={"document-id": str(doc_id)},
         )
     except Exception:
-        _mark_unstored(uow, doc.id)
+        _mark_unstored(uow, doc_id)
         raise
-    return Accepted(doc, upload)
 
 
 def _mark_unstored(uow: UnitOfWork, doc_id: uuid.UUID) -> None:
@@ -258,14 +265,5 @@ def accept_shared_presigned(intake: Intake, p: Principal, req: SharePresignReque
         _validate_override(kb, config, req.ingestion)
         key = rag_key(kb.collection_name, req.filename)
         doc = _share_row(conn, p, kb, users, req.filename, key, req, req.size, None)
-    try:
-        upload = store.presigned_post(
-            incoming_key(doc.id, req.filename),
-            max_bytes=settings.max_upload_bytes,
-            expires_in=settings.presign_expires_seconds,
-            metadata={"document-id": str(doc.id)},
-        )
-    except Exception:
-        _mark_unstored(uow, doc.id)
-        raise
+    upload = _presigned_post(store, settings, uow, doc.id, req.filename)
     return Accepted(doc, upload, recipients=users)
