@@ -124,8 +124,7 @@ def attach(res: ChatResources, p: Principal, conversation_id: str, file_id: str 
         if file is None:
             raise file_not_found()
         if file.status != "ready":
-            why = f"its upload failed: {file.error_message}" if file.error_message else (
-                "it has not finished uploading, or its upload failed")
+            why = file.error_message or "it has not finished uploading, or its upload failed."
             raise ConflictError(f"This file cannot be attached: {why}",
                                 details={"file_id": str(file.id), "status": file.status})
         existing = repo.attachment_of_file(conn, file.id)

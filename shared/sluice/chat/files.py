@@ -264,7 +264,7 @@ def get_file(res: ChatResources, p: Principal, file_id: str | uuid.UUID) -> Chat
 def not_stored(row: ChatFile) -> ConflictError:
     """A file whose original is not there to read: still uploading, or failed (and why)."""
     if row.status == "failed":
-        return ConflictError(f"This file's upload failed: {row.error_message or 'no reason was recorded'}",
+        return ConflictError(f"This file is not available: {row.error_message or 'its upload failed'}",
                              details={"file_id": str(row.id), "status": row.status})
     return ConflictError("The file has not finished uploading.", details={"file_id": str(row.id),
                                                                           "status": row.status})
