@@ -112,10 +112,12 @@ def make_token():
 def client_for(runtime, make_token):
     import httpx
 
+    from sluice.cli.http import api_transport
+
     clients: list[httpx.Client] = []
 
     def make(user: str, org: str | None = None, perms: list[str] | None = None, admin: bool = False):
-        c = httpx.Client(base_url=runtime.api_url, timeout=120,
+        c = httpx.Client(base_url=runtime.api_url, timeout=120, transport=api_transport(),
                          headers={"Authorization": f"Bearer {make_token(user, org, perms, admin)}"})
         clients.append(c)
         return c
