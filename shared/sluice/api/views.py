@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access.bases import DefaultEmbedding
+from sluice.api.views_vision import ImageDescriptionOut, image_description_view
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel
@@ -216,6 +217,8 @@ class DocumentOut(Body):
     uploaded_by: str | None
     created_at: datetime | None
     completed_at: datetime | None
+    image_description: ImageDescriptionOut | None = Field(
+        None, description="With image description on (R-PARSE-6): images described and not, and why; else null.")
 
 
 def document_view(d: Document) -> DocumentOut:
@@ -231,6 +234,7 @@ def document_view(d: Document) -> DocumentOut:
         source_path=d.source_path, content_hash=d.content_hash, organizational_unit=d.organizational_unit,
         document_type=d.document_type, document_date=d.document_date, uploaded_by=d.uploaded_by,
         created_at=d.created_at, completed_at=d.completed_at,
+        image_description=image_description_view(d.images_described, d.images_undescribed, d.image_note),
     )
 
 
