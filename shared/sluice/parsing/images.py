@@ -143,7 +143,8 @@ def _block_starts(page: Any, page_text: str) -> list[tuple[float, int]]:
 
 
 def _fitted(document: Any, xref: int, raw: dict[str, Any], options: ImageOptions) -> tuple[str, bytes, int, int]:
-    """The image as PNG or JPEG within ``max_side`` and ``max_bytes``: as stored when it already is."""
+    """The image as PNG or JPEG within ``max_side`` and ``max_bytes``: as stored when it already is,
+    else decoded, downscaled and written as JPEG."""
     import pymupdf as loaded
 
     pymupdf: Any = loaded  # untyped calls (Pixmap, tobytes) through an Any, as mypy --strict asks
@@ -162,10 +163,9 @@ def _fitted(document: Any, xref: int, raw: dict[str, Any], options: ImageOptions
         scale = min(1.0, side / max(pix.width, pix.height))
         fitted = pix if scale >= 1.0 else pymupdf.Pixmap(pix, max(1, int(pix.width * scale)),
                                                         max(1, int(pix.height * scale)), None)
-        data = fitted.tobytes("png")
-        fmt = "png"
-        if len(data) > options.max_bytes:
-            data, fmt = fitted.tobytes("jpg", jpg_quality=80), "jpeg"
+        # JPEG: an image that needs re-encoding is mostly a large photo or scan, which MuPDF writes as
+        # PNG four times slower and eight times larger (2,048 px: 2.0 s and 3.3 MB against 0.5 s and 0.4 MB).
+        data = fitted.tobytes("jpg", jpg_quality=85)
         if len(data) <= options.max_bytes or side <= 64:
-            return fmt, data, fitted.width, fitted.height
+            return "jpeg", data, fitted.width, fitted.height
         side //= 2
