@@ -58,10 +58,12 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
         # The describe step (sluice.ingest.describe) puts the descriptions in and writes the rest.
         write_images(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
         return
-    if images is not None:
+    if images is not None or doc.images_described is not None:
+        # On with no image: none described, none missed; off on a retry: an earlier attempt's record goes.
+        counted = 0 if images is not None else None
         with ctx.uow() as conn:
-            doc_repo.update(conn, doc.id, expect_attempt=attempt, images_described=0, images_undescribed=0,
-                            image_note=None)
+            doc_repo.update(conn, doc.id, expect_attempt=attempt, images_described=counted,
+                            images_undescribed=counted, image_note=None)
     # The readable copy outlives the stage artifact, which a lifecycle rule expires.
     ctx.store.put(content_key(doc.id), parsed.text.encode(), content_type="text/plain; charset=utf-8")
     write_parsed(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
