@@ -198,7 +198,8 @@ class DocumentOut(Body):
     filesize: int | None
     filetype: str | None
     status: Literal["processing", "done", "error"]
-    stage: str = Field(description="queued, parsing, chunking, embedding, done")
+    stage: str = Field(
+        description="queued, parsing, describing (a PDF's images, R-PARSE-6), chunking, embedding, done")
     progress: ProgressOut | None = Field(description="The steps of the current stage, where it has them.")
     error_message: str | None
     document_id: str | None
