@@ -106,3 +106,30 @@ def test_images_over_the_cap_are_counted_undescribed(harness, vision):
     assert doc.status == "done" and len(vision.requests) == 1
     assert doc.image_note == ("1 of 2 images was not described: more images than the 1 a document may have "
                               "described.")
+
+
+def test_turned_off_before_the_step_describes_nothing_and_says_so(harness, vision):
+    doc_id = harness.upload("report.pdf", pdf_with_images())
+    harness.deliver(harness.parse_message(doc_id))
+    with transaction() as conn:
+        kb_repo.update(conn, harness.kb.id, {"ingestion_config": {"chunk_size": 300}})
+
+    harness.deliver(("stage", stage_key("images", doc_id, 1)))
+    harness.deliver(harness.chunk_message(doc_id))
+    harness.deliver(harness.embed_message(doc_id))
+
+    doc = harness.document(doc_id)
+    assert doc.status == "done" and vision.requests == []
+    assert doc.image_note == "2 of 2 images were not described: image description was turned off for the collection."
+
+
+def test_deleting_the_document_removes_its_images_artifact(harness, vision):
+    from sluice.ingest import documents
+
+    doc_id = harness.upload("report.pdf", pdf_with_images())
+    harness.deliver(harness.parse_message(doc_id))
+    assert harness.keys("stage/images/") == [stage_key("images", doc_id, 1)]
+
+    harness.ctx.store.delete_many(documents.stored_objects(harness.document(doc_id)))
+
+    assert harness.keys("stage/images/") == []
