@@ -53,7 +53,9 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
         unpack_archive(ctx, doc, attempt, data, kind)
         return
     images = _image_options(ctx, doc) if kind.kind == "pdf" else None
-    parsed = extract_isolated(data, kind, ctx.budget, images)
+    # Off, the call is the one it always was: no image is looked at.
+    parsed = extract_isolated(data, kind, ctx.budget) if images is None else extract_isolated(
+        data, kind, ctx.budget, images)
     if parsed.images or parsed.images_over_cap or parsed.images_unreadable:
         # The describe step (sluice.ingest.describe) puts the descriptions in and writes the rest.
         write_images(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
