@@ -165,9 +165,12 @@ def run_clients(url: str, token: str, kb: dict, files: list, record: Record, *, 
                 mix: tuple[float, float, float], phase: str) -> float:
     import httpx
 
+    from sluice.cli.http import api_transport
+
     lock = threading.Lock()
     until = time.perf_counter() + seconds
-    apis = [httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {token}"})
+    apis = [httpx.Client(base_url=url, timeout=120, transport=api_transport(),
+                         headers={"Authorization": f"Bearer {token}"})
             for _ in range(clients)]
     threads = [threading.Thread(target=client, args=(apis[n], kb, files, lock, record, until, mix, n, phase))
                for n in range(clients)]
@@ -297,6 +300,7 @@ def main() -> int:
 
     import httpx
 
+    from sluice.cli.http import api_transport
     from sluice.local.tokens import mint
 
     files = corpus_files(args.files)
@@ -306,7 +310,8 @@ def main() -> int:
         try:
             secret = (Path(tmp) / "data" / "jwt-secret").read_text()
             token = mint(secret, user="loader", org="load-org", permissions=["collections:edit", "collections:view"])
-            api = httpx.Client(base_url=url, timeout=300, headers={"Authorization": f"Bearer {token}"})
+            api = httpx.Client(base_url=url, timeout=300, transport=api_transport(),
+                               headers={"Authorization": f"Bearer {token}"})
             kb = api.post("/kb", json={"name": "load", "scope": "org"}).json()
             for n, q in enumerate(QUERIES[:4]):  # something for every search to find
                 seed = api.post(f"/kb/{kb['id']}/documents",

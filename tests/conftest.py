@@ -21,6 +21,26 @@ SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus" / "real"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _moto_kms_keys_share_one_rsa_key():
+    """moto gives every KMS key it creates, a symmetric one too, a freshly generated 2048-bit RSA key
+    (0.2 to 1 s of CPU each, in every ingest, chat and teardown fixture). Sluice only encrypts with
+    symmetric keys, so the tests' keys share one RSA key per key spec."""
+    from moto.kms import models
+
+    original = models.generate_private_key
+    made: dict[str, object] = {}
+
+    def shared(key_spec: str):  # type: ignore[no-untyped-def]
+        if key_spec not in made:
+            made[key_spec] = original(key_spec)
+        return made[key_spec]
+
+    models.generate_private_key = shared
+    yield
+    models.generate_private_key = original
+
+
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory):
     import pgserver
@@ -112,10 +132,12 @@ def make_token():
 def client_for(runtime, make_token):
     import httpx
 
+    from sluice.cli.http import api_transport
+
     clients: list[httpx.Client] = []
 
     def make(user: str, org: str | None = None, perms: list[str] | None = None, admin: bool = False):
-        c = httpx.Client(base_url=runtime.api_url, timeout=120,
+        c = httpx.Client(base_url=runtime.api_url, timeout=120, transport=api_transport(),
                          headers={"Authorization": f"Bearer {make_token(user, org, perms, admin)}"})
         clients.append(c)
         return c

@@ -63,6 +63,7 @@ class FakeOpenAI(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: FakeOpenAI
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # no delayed-ACK wait between the headers and the body
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -207,6 +208,7 @@ class FakeChatServer(ThreadingHTTPServer):
 class _ChatHandler(BaseHTTPRequestHandler):
     server: FakeChatServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # no delayed-ACK wait between the headers and the body
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

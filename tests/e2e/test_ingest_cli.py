@@ -83,7 +83,7 @@ def test_a_folder_is_sent_followed_and_a_second_run_sends_nothing(runtime, clien
     assert "sent      big.pdf (presigned)" in out
     assert "sent      notes/deep/sheet.xlsx (direct)" in out
     docs = documents(api, kb)
-    assert sorted(docs) == sorted(Path(rel).name for rel in sent)
+    assert sorted(docs) == sorted(Path(rel).name for rel in sent), out
     assert {name: d["status"] for name, d in docs.items()} == {
         "policy.pdf": "done", "memo.docx": "done", "keys.md": "done", "sheet.xlsx": "done", "big.pdf": "done",
         "broken.pdf": "error"}

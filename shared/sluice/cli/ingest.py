@@ -41,6 +41,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from sluice.cli.http import api_transport
+
 LOCAL_API = "http://127.0.0.1:8787"
 # The server's default (DIRECT_UPLOAD_MAX_MB): API Gateway takes at most 10 MB in a request.
 DEFAULT_DIRECT_LIMIT = 4 * 1024 * 1024
@@ -718,7 +720,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     headers = {"Authorization": f"Bearer {_token(args)}"}
     timeout = httpx.Timeout(120.0, connect=10.0)
     with httpx.Client(base_url=args.api.rstrip("/"), headers=headers, timeout=timeout,
-                      transport=httpx.HTTPTransport(retries=2)) as client, \
+                      transport=api_transport(retries=2)) as client, \
             httpx.Client(timeout=timeout) as storage:
         api = Api(client, progress.line, max_wait=args.max_wait)
         try:

@@ -57,7 +57,9 @@ class ApiRuns:
     def __init__(self, url: str, token: str) -> None:
         import httpx
 
-        self._http = httpx.Client(base_url=url.rstrip("/"), timeout=120,
+        from sluice.cli.http import api_transport
+
+        self._http = httpx.Client(base_url=url.rstrip("/"), timeout=120, transport=api_transport(),
                                   headers={"Authorization": f"Bearer {token}"})
 
     def _json(self, resp: Any, ok: int = 200) -> dict[str, Any]:

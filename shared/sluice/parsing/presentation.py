@@ -10,6 +10,7 @@ from typing import Any
 from sluice.errors import ParseError
 from sluice.parsing.budget import ParseBudget, TextBudget
 from sluice.parsing.document import ParsedDocument
+from sluice.parsing.strict_ooxml import as_transitional
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ def _open(data: bytes) -> Any:
     import pptx
 
     # python-pptx accepts both the .pptx and the macro-enabled .pptm main part.
-    return pptx.Presentation(io.BytesIO(data))
+    return pptx.Presentation(io.BytesIO(as_transitional(data)))
 
 
 def read_pptx(data: bytes, budget: ParseBudget) -> ParsedDocument:
@@ -38,7 +39,7 @@ def read_pptx(data: bytes, budget: ParseBudget) -> ParsedDocument:
             text.separate("\n\n")
             text.start_page(number)
             try:
-                _emit(_shapes(slide.shapes), text)
+                _emit(_shapes(slide.shapes, slide.part), text)
                 if slide.has_notes_slide:
                     notes = slide.notes_slide.notes_text_frame
                     if notes is not None:
@@ -60,10 +61,14 @@ def _emit(lines: Iterator[str], text: TextBudget) -> None:
             raise _Stop
 
 
-def _shapes(shapes: Any) -> Iterator[str]:
+def _shapes(shapes: Any, part: Any) -> Iterator[str]:
     for shape in shapes:
         if getattr(shape, "shape_type", None) is not None and _is_group(shape):
-            yield from _shapes(shape.shapes)
+            yield from _shapes(shape.shapes, part)
+            continue
+        diagram = _diagram_text(shape, part)
+        if diagram is not None:
+            yield from diagram
             continue
         if getattr(shape, "has_table", False):
             for row in shape.table.rows:
@@ -73,6 +78,33 @@ def _shapes(shapes: Any) -> Iterator[str]:
         if getattr(shape, "has_text_frame", False):
             # Vertical tab is how PowerPoint stores a soft line break in a run.
             yield from shape.text_frame.text.replace("\x0b", "\n").splitlines()
+
+
+_DIAGRAM = "{http://schemas.openxmlformats.org/drawingml/2006/diagram}"
+_DRAWING = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_REL_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}dm"
+
+
+def _diagram_text(shape: Any, part: Any) -> list[str] | None:
+    """A SmartArt graphic's text, one line per node, from its diagram data part (python-pptx sees
+    no text in the frame itself); None when the shape is not a SmartArt graphic."""
+    from pptx.oxml import parse_xml
+
+    ids = next(shape._element.iter(f"{_DIAGRAM}relIds"), None)
+    if ids is None or not ids.get(_REL_ID):
+        return None
+    try:
+        data = parse_xml(part.related_part(ids.get(_REL_ID)).blob)
+    except Exception as exc:  # a dangling or unreadable diagram: the rest of the slide still counts
+        log.info("a SmartArt graphic's data could not be read: %s", exc)
+        return []
+    lines = []
+    for point in data.iter(f"{_DIAGRAM}pt"):
+        for paragraph in point.iter(f"{_DRAWING}p"):
+            line = "".join(t.text or "" for t in paragraph.iter(f"{_DRAWING}t"))
+            if line.strip():
+                lines.append(line)
+    return lines
 
 
 def _is_group(shape: Any) -> bool:

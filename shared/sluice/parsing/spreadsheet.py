@@ -17,6 +17,7 @@ from typing import Any
 from sluice.errors import EncryptedDocumentError, ParseError
 from sluice.parsing.budget import ParseBudget, TextBudget
 from sluice.parsing.document import ParsedDocument
+from sluice.parsing.strict_ooxml import as_transitional
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ def read_xlsx(data: bytes, budget: ParseBudget) -> ParsedDocument:
     from openpyxl.worksheet._reader import WorkSheetParser
 
     try:
-        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+        workbook = load_workbook(io.BytesIO(as_transitional(data)), read_only=True, data_only=True, keep_links=False)
     except Exception as exc:
         log.info("openpyxl could not open the workbook: %s", exc)
         raise ParseError("This Excel workbook could not be read: the file is damaged or incomplete.") from None

@@ -17,6 +17,7 @@ from typing import Any
 from sluice.errors import ParseError
 from sluice.parsing.budget import ParseBudget, TextBudget
 from sluice.parsing.document import ParsedDocument
+from sluice.parsing.strict_ooxml import as_transitional
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def read_docx(data: bytes, budget: ParseBudget) -> ParsedDocument:
     from docx.opc.package import OpcPackage
 
     try:
-        package = OpcPackage.open(io.BytesIO(data))
+        package = OpcPackage.open(io.BytesIO(as_transitional(data)))
         main = package.main_document_part
         body_root = _element_of(main)
     except Exception as exc:

@@ -96,8 +96,10 @@ class TextRank:
 
 # Measured inside the union pool on SciFact (bench/retrieval_quality.py, 2026-12-01; english, 100 a
 # side, first 10 after the gate), nDCG@10: ts_rank 0.7097 without length normalisation, 0.6674 / 0.6449
-# / 0.7091 with normalisation 1 / 2 / 32; ts_rank_cd 0.5116 / 0.5669 / 0.6565 / 0.5474 (cover density
-# rewards query words near each other, which an OR of a claim's words rarely are).
+# / 0.7091 with normalisation 1 / 2 / 32 (bench/text_term.py: 8 0.6450, 16 0.6692); ts_rank_cd 0.5116 /
+# 0.5669 / 0.6565 / 0.5474 (cover density rewards query words near each other, which an OR of a
+# claim's words rarely are). The normalised ranks only overtake this one when the text term weighs
+# five to twelve times what R-SRCH-1 gives it (bench/text_term.py).
 TEXT_RANK = TextRank("ts_rank", 0)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import struct
 import tarfile
 import time
@@ -232,6 +233,29 @@ def replace_zip_member(data: bytes, name: str, content: bytes) -> bytes:
     with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
         for item in source.infolist():
             target.writestr(item, content if item.filename == name else source.read(item))
+    return out.getvalue()
+
+
+_TRANSITIONAL_URI = re.compile(
+    rb"http://schemas\.openxmlformats\.org/(officeDocument|spreadsheetml|wordprocessingml|presentationml|drawingml)"
+    rb"/2006/([A-Za-z/-]+)")
+
+
+def strict_ooxml(data: bytes) -> bytes:
+    """The package saved as ISO Strict: every Transitional namespace and relationship type under its
+    Strict name (the packaging namespaces stay, as in files Office writes)."""
+    def strict(match: re.Match[bytes]) -> bytes:
+        name = match.group(2).replace(b"extended-properties", b"extendedProperties").replace(
+            b"custom-properties", b"customProperties")
+        return b"http://purl.oclc.org/ooxml/" + match.group(1) + b"/" + name
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            content = source.read(item)
+            if item.filename.endswith((".xml", ".rels")):
+                content = _TRANSITIONAL_URI.sub(strict, content)
+            target.writestr(item, content)
     return out.getvalue()
 
 
