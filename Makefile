@@ -94,8 +94,14 @@ reference: install
 run: install
 	$(BIN)/sluice local up
 
+# Two workers (pytest-xdist), each with its own embedded PostgreSQL: most tests wait on the
+# database, the parse child or a queue, so two halve the wall time on two cores. The end-to-end
+# tests run after the rest, in a run of their own: each worker's session runtime keeps moto state
+# that mock_aws in the other tests would reset. `pytest -q` alone still runs everything in one process.
+TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/unit tests/integration
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/e2e
 
 lint: install
 	$(BIN)/ruff check shared functions tests bench

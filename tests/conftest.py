@@ -21,6 +21,13 @@ SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus" / "real"
 
 
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A bytes parameter is named by its argument, not its bytes: generated samples carry bytes that
+    differ between runs (a gzip header's time, a PNG's pixels), and pytest-xdist needs every worker
+    to collect the same test ids."""
+    return argname if isinstance(val, bytes) else None
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _moto_kms_keys_share_one_rsa_key():
     """moto gives every KMS key it creates, a symmetric one too, a freshly generated 2048-bit RSA key

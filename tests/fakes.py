@@ -8,8 +8,10 @@ prove what a worker sent and where.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -179,6 +181,11 @@ class FakeChatServer(ThreadingHTTPServer):
         self.hold.set()
         self.arrived = 0  # calls received, held or not
         self.lock = threading.Lock()
+        # Image description (R-PARSE-6): a vision call's answer by the sent image's size (PNG or JPEG
+        # header), a status to answer instead for some sizes, and the sizes received, in order.
+        self.descriptions: dict[tuple[int, int], str] = {}
+        self.fail_sizes: dict[tuple[int, int], int] = {}
+        self.image_sizes: list[tuple[int, int]] = []
 
     @property
     def base_url(self) -> str:
@@ -193,6 +200,8 @@ class FakeChatServer(ThreadingHTTPServer):
             return "final"
         if "combine summaries" in lowered:
             return "reduce"
+        if "describe images" in lowered:
+            return "describe"
         return "other"
 
 
@@ -208,23 +217,32 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self.server.hold.wait()
         system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
         user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
+        size: tuple[int, int] | None = None
         if isinstance(user, list):  # a vision call: text parts and image parts
+            urls = [part["image_url"]["url"] for part in user if part.get("type") == "image_url"]
+            size = image_size(base64.b64decode(urls[0].split(",", 1)[1])) if urls else None
             user = " ".join(part.get("text", "") for part in user if part.get("type") == "text")
         kind = FakeChatServer.kind_of(system)
         with self.server.lock:
             self.server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body,
                                          "kind": kind})
             reply = self.server.script.pop(0) if self.server.script else Reply()
+            if size is not None:
+                self.server.image_sizes.append(size)
+                if reply.status == 200 and reply.body is None and size in self.server.fail_sizes:
+                    reply = Reply(status=self.server.fail_sizes[size], headers={"Retry-After": "0"})
             if reply.status == 200 and reply.body is None:
                 self.server.calls[kind] = self.server.calls.get(kind, 0) + 1
                 number = self.server.calls[kind]
         time.sleep(reply.sleep)
         if reply.status == 200 and reply.body is None:
             words = " ".join(user.split("<<<", 1)[-1].split()[:12])
+            content = f"{kind} summary {number}: {words}"
+            if kind == "describe" and size is not None:
+                content = self.server.descriptions.get(size, f"An image of {size[0]} by {size[1]} pixels.")
             payload: Any = {"id": "chatcmpl-fake", "object": "chat.completion", "model": body["model"],
                             "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant",
-                                                     "content": f"{kind} summary {number}: {words}"}}]}
+                                         "message": {"role": "assistant", "content": content}}]}
         else:
             payload = reply.body if reply.body is not None else {"error": {"message": "scripted failure"}}
         raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
@@ -241,3 +259,18 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """A PNG's or a JPEG's width and height, from its header (what a vision call sent)."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) >= 24:
+        width, height = struct.unpack(">II", data[16:24])
+        return int(width), int(height)
+    at = 2
+    while data.startswith(b"\xff\xd8") and at + 9 <= len(data):
+        marker, length = data[at + 1], struct.unpack(">H", data[at + 2:at + 4])[0]
+        if marker in (0xC0, 0xC1, 0xC2):
+            height, width = struct.unpack(">HH", data[at + 5:at + 9])
+            return int(width), int(height)
+        at += 2 + length
+    return None

@@ -1,5 +1,5 @@
 """Knowledge bases, grants, reachable collections, a document's status, health, the embedding
-catalog and the OpenAPI document."""
+catalog, the vision-model catalog and the OpenAPI document."""
 
 from __future__ import annotations
 
@@ -28,10 +28,12 @@ from sluice.api.views import (
     kb_view,
     writable_kb_view,
 )
+from sluice.api.views_vision import VisionModelsOut, vision_models_view
 from sluice.config import DATABASE
 from sluice.db.connection import transaction
 from sluice.embedding import load_catalog
 from sluice.ingest import documents
+from sluice.llm.catalog import load_chat_catalog
 from sluice.observability import http_handler
 from sluice.vectors import fulltext
 from sluice.wiring import default_embedding, key_vault
@@ -53,6 +55,12 @@ def openapi_document() -> Response[Any]:
 def embedding_models() -> EmbeddingModelsOut:
     principal(app)
     return catalog_view(load_catalog(), default_embedding())
+
+
+@app.get("/rag/vision-models", summary="The vision models a collection may describe images with (R-PARSE-6)")
+def vision_models() -> VisionModelsOut:
+    principal(app)
+    return vision_models_view(load_chat_catalog())
 
 
 @app.get("/rag/text-search-languages", summary="The text search languages a base may choose (R-SRCH-7)")

@@ -70,6 +70,15 @@ class Settings(BaseSettings):
     # public (a self-hosted Ollama in the VPC): sluice.embedding.endpoints.
     embedding_allowed_endpoints: str = Field("", alias="EMBEDDING_ALLOWED_ENDPOINTS")
 
+    # Image description (R-PARSE-6, issue 18): a collection's vision model describes a PDF's images.
+    # At most this many distinct images a document; smaller ones (icons, rules, bullets) are skipped;
+    # this many calls at once; the describe step gives up on what it has not started after this long
+    # (it runs in the embed function, whose limit is 900 s).
+    image_description_max_per_doc: int = Field(50, ge=0, alias="IMAGE_DESCRIPTION_MAX_PER_DOC")
+    image_description_min_pixels: int = Field(5_000, ge=0, alias="IMAGE_DESCRIPTION_MIN_PIXELS")
+    image_description_concurrency: int = Field(4, ge=1, le=16, alias="IMAGE_DESCRIPTION_CONCURRENCY")
+    image_description_seconds: int = Field(600, ge=1, alias="IMAGE_DESCRIPTION_SECONDS")
+
     # Access and pools (R-ACC-5)
     private_doc_cap: int = Field(20, alias="PRIVATE_DOC_CAP")
     indexing_paused: bool = Field(False, alias="INDEXING_PAUSED")

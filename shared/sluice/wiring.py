@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from sluice import aws
 from sluice.access.bases import DefaultEmbedding
+from sluice.access.vision import ImageDescriptionChoice
 from sluice.config import get_settings
 from sluice.db.connection import transaction
 from sluice.embedding import (
@@ -79,10 +80,22 @@ def stage_queues() -> StageQueues:
                        embed=JobQueue(sqs, s.embed_queue_url))
 
 
+def vision_model_for(choice: ImageDescriptionChoice) -> ChatModel:
+    """A collection's image-description model (R-PARSE-6): its key read from the vault, an ``openai``
+    endpoint reached through the guarded client, Bedrock through the function's role."""
+    from sluice.ingest.describe import VISION_RETRY
+    from sluice.llm import chat_model_for
+
+    bedrock = aws.client("bedrock-runtime") if choice.provider == "bedrock" else None
+    return chat_model_for(choice.provider, choice.model, base_url=choice.base_url, secret_id=choice.secret_id,
+                          secrets=secret_reader() if choice.secret_id else None, bedrock_client=bedrock,
+                          retry=VISION_RETRY)
+
+
 @lru_cache(maxsize=1)
 def stage_context() -> StageContext:
     return StageContext(uow=transaction, store=aws.object_store(), settings=get_settings(),
-                        embedder_for=embedder_for)
+                        embedder_for=embedder_for, vision_model_for=vision_model_for)
 
 
 def intake() -> Intake:

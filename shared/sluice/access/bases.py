@@ -19,6 +19,7 @@ from sluice.access.resolve import (
     readable_bases,
     resolve_base,
 )
+from sluice.access.vision import stored_config
 from sluice.chunking import validate_collection_config
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db import name_locks
@@ -251,7 +252,7 @@ def create_base(conn: Connection, p: Principal, body: CreateKnowledgeBase,
         org_id=p.org_id if body.scope in ("org", "personal") else None,
         is_default=False,
         description=body.description,
-        ingestion_config=config.model_dump(exclude_none=True),
+        ingestion_config=stored_config(p, vault, scope=body.scope, config=config.model_dump(exclude_none=True)),
         created_by=p.user_id,
         text_search_language=language,
         **embedding,
@@ -341,7 +342,9 @@ def update_base(conn: Connection, p: Principal, kb_id: str, body: UpdateKnowledg
 
     if "ingestion_config" in sent:
         config = validate_collection_config(body.ingestion_config or {}, max_input_tokens=entry.max_input_tokens)
-        changes["ingestion_config"] = config.model_dump(exclude_none=True)
+        changes["ingestion_config"] = stored_config(p, vault, scope=kb.scope,
+                                                    config=config.model_dump(exclude_none=True),
+                                                    previous=kb.ingestion_config)
     if not changes:
         return kb
     return kb_repo.update(conn, kb.id, changes)

@@ -64,42 +64,46 @@ def key_visible(p: Principal, tags: Mapping[str, str]) -> bool:
 
 
 def check_key_binding(p: Principal, vault: KeyVault | None, *, scope: str, provider: str,
-                      base_url: str | None, secret_id: str | None, already_bound: bool = False) -> None:
+                      base_url: str | None, secret_id: str | None, already_bound: bool = False,
+                      field: str = "embedding_secret_id", url_field: str = "embedding_base_url",
+                      noun: str = "embedding") -> None:
     """Refuse a key the chooser may not bind, or a provider choice that needs one and names none.
 
     ``already_bound`` is a key this base already holds for this provider at this
     endpoint: it was lent for that address when it was bound, so the vault is not
     asked again on behalf of whoever edits something else about the base. A key
-    moving to another address is a new loan, never ``already_bound``.
+    moving to another address is a new loan, never ``already_bound``. ``field``, ``url_field`` and
+    ``noun`` name the choice being checked (an image-description model's key is refused the same way,
+    under its own field names).
     """
     if secret_id is None:
         if provider in KEYED_PROVIDERS and base_url is None:
             # The default endpoint is OpenAI's, which answers nothing without a key;
             # a keyless server (Ollama, vLLM, TEI) is named by its embedding_base_url.
             raise ValidationError(
-                "Choose an embedding key or a keyless endpoint",
-                fields={"embedding_secret_id": "The default OpenAI endpoint needs a key; name one, or set "
-                                               "embedding_base_url to a keyless OpenAI-compatible server."},
+                f"Choose an {noun} key or a keyless endpoint",
+                fields={field: "The default OpenAI endpoint needs a key; name one, or set "
+                                f"{url_field} to a keyless OpenAI-compatible server."},
             )
         return
     if scope == "app":
         raise ValidationError(
-            "An app-wide knowledge base cannot name an embedding key",
-            fields={"embedding_secret_id": "An app-wide base belongs to no organization, so it has no vault to "
-                                           "name a key from; use a keyless provider or endpoint."},
+            f"An app-wide knowledge base cannot name an {noun} key",
+            fields={field: "An app-wide base belongs to no organization, so it has no vault to "
+                           "name a key from; use a keyless provider or endpoint."},
         )
     if provider not in KEYED_PROVIDERS:
         raise ValidationError(
-            "This embedding provider takes no key",
-            fields={"embedding_secret_id": f"The '{provider}' provider takes no key; leave this empty."},
+            f"This {noun} provider takes no key",
+            fields={field: f"The '{provider}' provider takes no key; leave this empty."},
         )
     if already_bound:
         return
     tags = vault.tags_of(secret_id) if vault is not None else None
     if tags is None or not key_visible(p, tags):
-        raise ValidationError("Unknown embedding key", fields={"embedding_secret_id": _NOT_IN_VAULT})
+        raise ValidationError(f"Unknown {noun} key", fields={field: _NOT_IN_VAULT})
     if tags.get(PROVIDER_TAG) != provider:
         raise ValidationError(
             "This key is not for the chosen provider",
-            fields={"embedding_secret_id": f"This key is not tagged for the '{provider}' provider."},
+            fields={field: f"This key is not tagged for the '{provider}' provider."},
         )

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access.bases import DefaultEmbedding
+from sluice.api.views_vision import ImageDescriptionOut, image_description_view
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel
@@ -197,7 +198,8 @@ class DocumentOut(Body):
     filesize: int | None
     filetype: str | None
     status: Literal["processing", "done", "error"]
-    stage: str = Field(description="queued, parsing, chunking, embedding, done")
+    stage: str = Field(
+        description="queued, parsing, describing (a PDF's images, R-PARSE-6), chunking, embedding, done")
     progress: ProgressOut | None = Field(description="The steps of the current stage, where it has them.")
     error_message: str | None
     document_id: str | None
@@ -216,6 +218,8 @@ class DocumentOut(Body):
     uploaded_by: str | None
     created_at: datetime | None
     completed_at: datetime | None
+    image_description: ImageDescriptionOut | None = Field(
+        None, description="With image description on (R-PARSE-6): images described and not, and why; else null.")
 
 
 def document_view(d: Document) -> DocumentOut:
@@ -231,6 +235,7 @@ def document_view(d: Document) -> DocumentOut:
         source_path=d.source_path, content_hash=d.content_hash, organizational_unit=d.organizational_unit,
         document_type=d.document_type, document_date=d.document_date, uploaded_by=d.uploaded_by,
         created_at=d.created_at, completed_at=d.completed_at,
+        image_description=image_description_view(d.images_described, d.images_undescribed, d.image_note),
     )
 
 

@@ -142,6 +142,9 @@ class IngestionConfig(_ChunkingSettings):
     """
 
     chunking_strategy: Strategy = "recursive"
+    # R-PARSE-6: the collection's image-description choice, opaque here; sluice.access.vision checks it
+    # (it needs the caller and the key vault) and the parse and describe steps read it.
+    image_description: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IngestionConfig:

@@ -48,6 +48,10 @@ class Document:
     progress_total: int | None = None
     # The attempt the reaper re-drove once already (sluice.ingest.recovery), if any.
     redriven_attempt: int | None = None
+    # Image description (R-PARSE-6): images described, images not, and why (None where it was off).
+    images_described: int | None = None
+    images_undescribed: int | None = None
+    image_note: str | None = None
 
     def is_current(self, attempt: int | None) -> bool:
         """Whether a stage event for ``attempt`` (any attempt, with None) may still act on this row."""
@@ -167,6 +171,7 @@ _UPDATABLE = {
     "status", "stage", "error_message", "vector_document_id", "chunk_count", "filetype", "filesize",
     "content_hash", "completed_at", "attempt", "storage_path", "last_failure", "source_etag", "source_sequencer",
     "progress_done", "progress_total", "redriven_attempt",
+    "images_described", "images_undescribed", "image_note",
 }
 
 

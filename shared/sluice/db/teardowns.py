@@ -1,8 +1,8 @@
 """The collection_teardowns table (the reservation of a name and the receipt of its teardown,
 R-TD-1) and teardown_documents (the rows a teardown deleted whose objects are still to go).
 
-Also the two questions a teardown asks of the sync tables (issue 14's ``sync_sources`` and
-``document_claims``), which answer "none" on a database that does not have them yet.
+Also the two questions a teardown asks of the sync tables (``sync_sources`` and
+``document_claims``, migration 0006, which runs before the teardown tables of 0007).
 """
 
 from __future__ import annotations
@@ -251,16 +251,11 @@ def count_documents(conn: Connection, kb_ids: Sequence[uuid.UUID]) -> int:
     return int(row["n"])
 
 
-# --- the sync tables (issue 14), when the database has them ------------------------------------
-
-def _has_sync_tables(conn: Connection) -> bool:
-    row = conn.execute("SELECT to_regclass('sync_sources') IS NOT NULL AS present").fetchone()
-    return bool(row and row["present"])
-
+# --- the sync tables ---------------------------------------------------------------------------
 
 def sync_sources_of(conn: Connection, kb_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
-    """The sync sources feeding ``kb_ids``; none on a database without sync tables."""
-    if not kb_ids or not _has_sync_tables(conn):
+    """The sync sources feeding ``kb_ids``."""
+    if not kb_ids:
         return []
     rows = conn.execute("SELECT id FROM sync_sources WHERE kb_id = ANY(%s) ORDER BY id", (list(kb_ids),)).fetchall()
     return [r["id"] for r in rows]
@@ -268,8 +263,6 @@ def sync_sources_of(conn: Connection, kb_ids: Sequence[uuid.UUID]) -> list[uuid.
 
 def remove_sync_sources(conn: Connection, source_ids: Sequence[uuid.UUID], kb_ids: Sequence[uuid.UUID]) -> int:
     """Delete the sources (and their claims) named, or feeding ``kb_ids``; returns the sources deleted."""
-    if not _has_sync_tables(conn):
-        return 0
     params = {"ids": list(source_ids), "kbs": list(kb_ids)}
     conn.execute(
         """
@@ -284,8 +277,6 @@ def remove_sync_sources(conn: Connection, source_ids: Sequence[uuid.UUID], kb_id
 
 def remove_claims_of_documents(conn: Connection, teardown_id: uuid.UUID) -> int:
     """Delete the claims on the documents a teardown deleted (a cleared default keeps its sources)."""
-    if not _has_sync_tables(conn):
-        return 0
     return conn.execute(
         "DELETE FROM document_claims WHERE document_id IN "
         "(SELECT document_id FROM teardown_documents WHERE teardown_id = %s)",
@@ -294,8 +285,6 @@ def remove_claims_of_documents(conn: Connection, teardown_id: uuid.UUID) -> int:
 
 
 def count_sync_sources(conn: Connection, source_ids: Sequence[uuid.UUID], kb_ids: Sequence[uuid.UUID]) -> int:
-    if not _has_sync_tables(conn):
-        return 0
     row = conn.execute("SELECT count(*) AS n FROM sync_sources WHERE id = ANY(%s) OR kb_id = ANY(%s)",
                        (list(source_ids), list(kb_ids))).fetchone()
     assert row is not None

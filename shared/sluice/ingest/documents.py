@@ -214,7 +214,8 @@ def delete_shared(conn: Connection, p: Principal, doc_id: str) -> Removal:
 def stored_objects(doc: Document) -> list[str]:
     """Every object Sluice holds for a document: the file, its text, its stage artifacts."""
     keys = [content_key(doc.id)]
-    keys += [stage_key(stage, doc.id, n) for stage in ("parsed", "chunks") for n in range(1, doc.attempt + 1)]
+    stages = ("parsed", "chunks", "images")  # images: a PDF's, for the describe step (R-PARSE-6)
+    keys += [stage_key(stage, doc.id, n) for stage in stages for n in range(1, doc.attempt + 1)]
     if doc.storage_path:
         keys.append(doc.storage_path)
     return keys

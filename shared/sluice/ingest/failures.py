@@ -18,6 +18,7 @@ _ADVICE = {
     "chunking": "check the collection's chunking settings, then retry the upload.",
     "embedding": "check the collection's embedding provider and credential, then retry the upload.",
     "queued": "retry the upload.",
+    "describing": "retry the upload; a failed image description alone never fails a document.",
     "storing": "retry the upload; if it fails again, the database may be unavailable.",
 }
 

@@ -6,15 +6,19 @@ from __future__ import annotations
 import hashlib
 import uuid
 
+from sluice.access.vision import ImageDescriptionChoice
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
+from sluice.db import knowledge_bases as kb_repo
 from sluice.db.documents import Document
 from sluice.errors import FileTooLargeError, StoredFileMissingError
 from sluice.ingest.archive import unpack_archive
-from sluice.ingest.artifacts import write_parsed
+from sluice.ingest.artifacts import write_images, write_parsed
 from sluice.ingest.families import kb_kind
 from sluice.ingest.runner import StageContext, run_stage
+from sluice.llm.catalog import find_chat_model
 from sluice.parsing import extract_isolated, sniff
+from sluice.parsing.images import ImageOptions
 from sluice.storage import content_key
 
 
@@ -48,7 +52,36 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     if kind.family == "archive":
         unpack_archive(ctx, doc, attempt, data, kind)
         return
-    parsed = extract_isolated(data, kind, ctx.budget)
+    images = _image_options(ctx, doc) if kind.kind == "pdf" else None
+    # Off, the call is the one it always was: no image is looked at.
+    parsed = extract_isolated(data, kind, ctx.budget) if images is None else extract_isolated(
+        data, kind, ctx.budget, images)
+    if parsed.images or parsed.images_over_cap or parsed.images_unreadable:
+        # The describe step (sluice.ingest.describe) puts the descriptions in and writes the rest.
+        write_images(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
+        return
+    if images is not None or doc.images_described is not None:
+        # On with no image: none described, none missed; off on a retry: an earlier attempt's record goes.
+        counted = 0 if images is not None else None
+        with ctx.uow() as conn:
+            doc_repo.update(conn, doc.id, expect_attempt=attempt, images_described=counted,
+                            images_undescribed=counted, image_note=None)
     # The readable copy outlives the stage artifact, which a lifecycle rule expires.
     ctx.store.put(content_key(doc.id), parsed.text.encode(), content_type="text/plain; charset=utf-8")
     write_parsed(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
+
+
+def _image_options(ctx: StageContext, doc: Document) -> ImageOptions | None:
+    """What the reader collects of a PDF's images when the collection describes them (R-PARSE-6);
+    None (off, the default) extracts none."""
+    if doc.kb_id is None:
+        return None
+    with ctx.uow() as conn:
+        kb = kb_repo.get(conn, doc.kb_id)
+    choice = ImageDescriptionChoice.of(kb.ingestion_config) if kb is not None else None
+    entry = find_chat_model(choice.provider, choice.model) if choice is not None else None
+    if entry is None or not entry.vision:
+        return None
+    s = ctx.settings
+    return ImageOptions(max_images=s.image_description_max_per_doc, min_pixels=s.image_description_min_pixels,
+                        max_side=entry.max_image_side, max_bytes=entry.max_image_bytes)

@@ -104,7 +104,8 @@ def _reap_one(ctx: StageContext, queues: StageQueues, backlog: _Backlog, doc: Do
 
 def _resume_from(store: ObjectStore, queues: StageQueues, doc: Document) -> tuple[JobQueue, dict[str, Any]] | None:
     """The queue and message that run the stage after the document's last saved step, if any."""
-    for artifact, queue in (("chunks", queues.embed), ("parsed", queues.chunk)):
+    # "images" is the describe step's input (R-PARSE-6), read from the embed queue.
+    for artifact, queue in (("chunks", queues.embed), ("parsed", queues.chunk), ("images", queues.embed)):
         key = stage_key(artifact, doc.id, doc.attempt)
         if store.exists(key):
             return queue, object_created_message(key)

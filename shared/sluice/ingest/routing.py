@@ -7,6 +7,7 @@ import logging
 
 from sluice.ingest.arrivals import on_object_created, on_upload_arrived
 from sluice.ingest.chunk import chunk_document
+from sluice.ingest.describe import describe_document
 from sluice.ingest.embed import embed_document
 from sluice.ingest.events import ObjectEvent, ParseJob
 from sluice.ingest.inbox import on_inbox_event
@@ -30,12 +31,13 @@ def on_ingest_item(ctx: StageContext, item: ObjectEvent | ParseJob) -> None:
 
 
 def on_stage_artifact(ctx: StageContext, item: ObjectEvent | ParseJob) -> None:
-    """A new stage artifact runs the next stage: parsed text → chunk, chunks → embed."""
+    """A new stage artifact runs the next stage: parsed text → chunk, chunks → embed, and a PDF's
+    images (image description on) → describe, which writes the parsed text."""
     if not isinstance(item, ObjectEvent) or not item.created:
         return
     ref = parse_stage_key(item.key)
     if ref is None:
         log.warning("ignoring an unknown stage object", extra={"key_prefix": item.key[:40]})
         return
-    stage = {"parsed": chunk_document, "chunks": embed_document}[ref.stage]
+    stage = {"parsed": chunk_document, "chunks": embed_document, "images": describe_document}[ref.stage]
     stage(ctx, ref.document_id, ref.attempt)

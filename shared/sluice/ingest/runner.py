@@ -18,12 +18,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from sluice.access.vision import ImageDescriptionChoice
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
 from sluice.db.connection import UnitOfWork
 from sluice.db.documents import Document
 from sluice.embedding import Embedder, EmbeddingSpec
 from sluice.ingest.failures import failure_summary, is_refusal
+from sluice.llm import ChatModel
 from sluice.parsing import ParseBudget
 from sluice.storage import ObjectStore, content_key, stage_key
 
@@ -38,6 +40,8 @@ class StageContext:
     store: ObjectStore
     settings: Settings
     embedder_for: Callable[[EmbeddingSpec], Embedder]
+    # A collection's vision model (R-PARSE-6), for the describe step; None where none can be built.
+    vision_model_for: Callable[[ImageDescriptionChoice], ChatModel] | None = None
 
     @property
     def budget(self) -> ParseBudget:
@@ -82,7 +86,8 @@ def claim(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, stage: str)
             doc_repo.update(conn, doc_id, stage=stage, progress_done=None, progress_total=None)
             return doc
     if doc is None:
-        artifacts = [stage_key(s, doc_id, attempt) for s in ("parsed", "chunks")] if attempt is not None else []
+        stages = ("parsed", "chunks", "images")
+        artifacts = [stage_key(s, doc_id, attempt) for s in stages] if attempt is not None else []
         ctx.store.delete_many([content_key(doc_id), *artifacts])
     raise StaleEvent(str(doc_id))
 

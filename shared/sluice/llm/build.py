@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 
 from sluice.config import Settings
+from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.endpoints import NOT_HTTP, deployment_policy, guarded_http_client, http_host
 from sluice.embedding.protocol import SecretReader
 from sluice.llm.bedrock import BedrockChatModel
@@ -36,18 +37,19 @@ def build_chat_model(settings: Settings, *, secrets: SecretReader | None = None,
 
 def chat_model_for(provider: str, model: str, *, base_url: str | None = None, secret_id: str | None = None,
                    secrets: SecretReader | None = None, bedrock_client: Any = None,
-                   http_client: httpx.Client | None = None) -> ChatModel:
+                   http_client: httpx.Client | None = None, retry: RetryPolicy | None = None) -> ChatModel:
     """One chat model from plain values: the deployment's (above), or a choice stored elsewhere
     (a collection's image-description model), which its caller has validated and bound first.
 
     An ``openai`` endpoint is reached through the embedders' guarded client unless one is given:
     ``base_url`` must resolve to a public address unless EMBEDDING_ALLOWED_ENDPOINTS allows it (a
     self-hosted model on the deployment's own network), checked where the connection is made.
+    ``retry`` replaces the default policy (a vision call gets less time than an overview's).
     """
     if provider == "bedrock":
         if bedrock_client is None:
             raise ValueError("a bedrock chat model needs a bedrock-runtime client")
-        return BedrockChatModel(model, client=bedrock_client)
+        return BedrockChatModel(model, client=bedrock_client, retry=retry)
     if provider != "openai":
         raise ChatModelSettingError(f"unknown chat-model provider {provider!r} (openai or bedrock)")
     if base_url is not None and http_host(base_url) is None:
@@ -55,5 +57,5 @@ def chat_model_for(provider: str, model: str, *, base_url: str | None = None, se
     return OpenAIChatModel(
         model, base_url=base_url,
         http_client=http_client or guarded_http_client(deployment_policy(), timeout=DEFAULT_TIMEOUT),
-        secret_id=secret_id, secrets=secrets,
+        secret_id=secret_id, secrets=secrets, retry=retry,
     )

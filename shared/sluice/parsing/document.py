@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sluice.parsing.images import ExtractedImage, ImagePlacement
 from sluice.parsing.kinds import FileKind
 
 PREVIEW_LINES = 3
@@ -32,6 +33,12 @@ class ParsedDocument:
     notes: list[str] = field(default_factory=list)
     truncated: bool = False
     members: list[ArchiveMember] | None = None
+    # R-PARSE-6, only when image description is on: the distinct images, where pages show them, and
+    # how many were left out (over the cap, or unreadable).
+    images: list[ExtractedImage] | None = None
+    placements: list[ImagePlacement] | None = None
+    images_over_cap: int = 0
+    images_unreadable: int = 0
 
     @property
     def word_count(self) -> int:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from sluice.errors import DocumentRefused, EncryptedDocumentError, ParseError
 from sluice.parsing.budget import ParseBudget, TextBudget, memory_sentence
 from sluice.parsing.document import ParsedDocument
+from sluice.parsing.images import ImageOptions
 from sluice.parsing.kinds import SPECS, FileKind
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,12 @@ def _reader(kind: str) -> Reader:
     raise ValueError(f"no reader for kind {kind!r}")
 
 
+def _pdf_with_images(images: ImageOptions) -> Reader:
+    from sluice.parsing.pdf import read_pdf
+
+    return lambda data, budget: read_pdf(data, budget, images)
+
+
 def _read_archive_listing(kind: str) -> Reader:
     def read(data: bytes, budget: ParseBudget) -> ParsedDocument:
         from sluice.parsing.archives import check_archive
@@ -93,9 +100,14 @@ def _read_archive_listing(kind: str) -> Reader:
     return read
 
 
-def extract(data: bytes, kind: FileKind, budget: ParseBudget) -> ParsedDocument:
-    """Read ``data`` as ``kind`` within ``budget``; refusals are DocumentRefused subclasses."""
-    reader = _reader(kind.kind)
+def extract(data: bytes, kind: FileKind, budget: ParseBudget, images: ImageOptions | None = None) -> ParsedDocument:
+    """Read ``data`` as ``kind`` within ``budget``; refusals are DocumentRefused subclasses.
+
+    ``images`` (image description on, R-PARSE-6) has a PDF's images collected too; other kinds
+    ignore it: their pictures are not described (see sluice.parsing.images).
+    """
+    reader = _reader(kind.kind) if images is None or kind.kind != "pdf" else _pdf_with_images(images)
+
     label = SPECS[kind.kind].label
     if kind.kind in _OOXML or kind.kind in _ODF:
         _check_office_container(data, kind, budget, label)

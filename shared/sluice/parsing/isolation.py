@@ -34,6 +34,7 @@ from sluice import errors
 from sluice.errors import DocumentRefused, ParseError, ParseTimeoutError
 from sluice.parsing.budget import ParseBudget, memory_sentence
 from sluice.parsing.document import ArchiveMember, PageText, ParsedDocument
+from sluice.parsing.images import ExtractedImage, ImageOptions, ImagePlacement
 from sluice.parsing.kinds import FileKind
 from sluice.parsing.render import RenderedPage, RenderedPages
 
@@ -63,8 +64,13 @@ def _refusal_classes() -> dict[str, type[DocumentRefused]]:
     return found
 
 
-def extract_isolated(data: bytes, kind: FileKind, budget: ParseBudget) -> ParsedDocument:
-    answer = _run_child({"kind": asdict(kind), "budget": asdict(budget)}, data, budget)
+def extract_isolated(data: bytes, kind: FileKind, budget: ParseBudget,
+                     images: ImageOptions | None = None) -> ParsedDocument:
+    """``extract`` in the guarded child; ``images`` (image description on) collects a PDF's images too."""
+    header: dict[str, Any] = {"kind": asdict(kind), "budget": asdict(budget)}
+    if images is not None:
+        header["images"] = asdict(images)
+    answer = _run_child(header, data, budget)
     return _document_from(answer["document"])
 
 
@@ -167,7 +173,13 @@ def _pages_from(raw: dict[str, Any]) -> RenderedPages:
 
 
 def _document_to(document: ParsedDocument) -> dict[str, Any]:
-    return asdict(document)
+    images = document.images
+    document.images = None
+    raw = asdict(document)
+    if images is not None:
+        # JSON carries no bytes: each image's data goes base64-encoded.
+        raw["images"] = [{**asdict(i), "data": base64.b64encode(i.data).decode("ascii")} for i in images]
+    return raw
 
 
 def _document_from(raw: dict[str, Any]) -> ParsedDocument:
@@ -183,12 +195,25 @@ def _document_from(raw: dict[str, Any]) -> ParsedDocument:
             )
             for m in raw["members"]
         ]
+    images = None
+    if raw.get("images") is not None:
+        images = [ExtractedImage(id=int(i["id"]), sha256=str(i["sha256"]), width=int(i["width"]),
+                                 height=int(i["height"]), format=str(i["format"]), data=base64.b64decode(i["data"]))
+                  for i in raw["images"]]
+    placements = None
+    if raw.get("placements") is not None:
+        placements = [ImagePlacement(page=int(p["page"]), offset=int(p["offset"]), image=int(p["image"]))
+                      for p in raw["placements"]]
     return ParsedDocument(
         text=raw["text"],
         pages=pages,
         notes=list(raw.get("notes") or []),
         truncated=bool(raw.get("truncated")),
         members=members,
+        images=images,
+        placements=placements,
+        images_over_cap=int(raw.get("images_over_cap") or 0),
+        images_unreadable=int(raw.get("images_unreadable") or 0),
     )
 
 
@@ -250,7 +275,8 @@ def _run_task(header: dict[str, Any], data: bytes, kind: FileKind, budget: Parse
                                                 max_bytes=int(limits["max_bytes"])))}
     from sluice.parsing.extract import extract
 
-    return {"document": _document_to(extract(data, kind, budget))}
+    images = ImageOptions(**header["images"]) if header.get("images") else None
+    return {"document": _document_to(extract(data, kind, budget, images))}
 
 
 def _child_main() -> None:

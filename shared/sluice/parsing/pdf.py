@@ -7,11 +7,13 @@ import logging
 from sluice.errors import EncryptedDocumentError, ParseError, ScannedPdfError
 from sluice.parsing.budget import ParseBudget, TextBudget
 from sluice.parsing.document import ParsedDocument
+from sluice.parsing.images import ImageCollector, ImageOptions
 
 log = logging.getLogger(__name__)
 
 
-def read_pdf(data: bytes, budget: ParseBudget) -> ParsedDocument:
+def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = None) -> ParsedDocument:
+    """The text; with ``images`` (image description on, R-PARSE-6) also the images pages show."""
     import pymupdf
 
     # MuPDF reports every repaired xref on stderr; the document is what matters here.
@@ -36,12 +38,14 @@ def read_pdf(data: bytes, budget: ParseBudget) -> ParsedDocument:
         text = TextBudget(budget.max_chars)
         any_text = False
         any_content = False
+        collector = ImageCollector(images) if images is not None else None
         for index in range(page_count):
             if index >= budget.pdf_max_pages:
                 text.note(f"Stopped after {budget.pdf_max_pages:,} of {page_count:,} pages")
                 break
+            loaded = None
             try:
-                page = document.load_page(index)
+                page = loaded = document.load_page(index)
                 page_text = page.get_text("text")
                 if not any_content:
                     any_content = bool(page.get_contents()) or bool(page.get_images(full=False))
@@ -53,8 +57,12 @@ def read_pdf(data: bytes, budget: ParseBudget) -> ParsedDocument:
                 any_content = True
             text.separate("\n\n")
             text.start_page(index + 1)
+            page_start = text.length
             going = text.add(page_text.rstrip())
             text.end_page()
+            if collector is not None and loaded is not None:
+                _collect(collector, document, loaded, index, page_text.rstrip()[: text.length - page_start],
+                         page_start)
             if page_text.strip():
                 any_text = True
             if not going:
@@ -63,7 +71,19 @@ def read_pdf(data: bytes, budget: ParseBudget) -> ParsedDocument:
             # A page with content that yields no text is an image of text (or drawn letters).
             # Pages with no content at all are merely empty; the chunk stage calls that sparse.
             raise ScannedPdfError(f"Scanned PDF — {page_count} pages found but no text could be extracted")
-        return text.finish()
+        if collector is None:
+            return text.finish()
+        return text.finish(images=collector.images, placements=collector.placements,
+                           images_over_cap=collector.over_cap, images_unreadable=collector.unreadable)
+
+
+def _collect(collector: ImageCollector, document: object, page: object, index: int, page_text: str,
+             page_start: int) -> None:
+    try:
+        collector.collect_page(document, page, index + 1, page_text, page_start)
+    except Exception as exc:
+        # An image the reader cannot place is left undescribed; the page's text stands.
+        log.info("pymupdf failed on page %d's images: %s", index + 1, exc)
 
 
 def _is_encrypted_wrapper(document: object) -> bool:

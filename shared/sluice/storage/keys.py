@@ -139,7 +139,8 @@ def content_key(document_id: uuid.UUID) -> str:
     return f"text/{document_id}.txt"
 
 
-STAGE_SUFFIX = {"parsed": "json", "chunks": "json"}
+# "images": the parsed text with its images, for the describe step (R-PARSE-6), which writes "parsed".
+STAGE_SUFFIX = {"parsed": "json", "chunks": "json", "images": "json"}
 
 
 def stage_key(stage: str, document_id: uuid.UUID, attempt: int) -> str:
@@ -155,7 +156,7 @@ class StageRef:
 
 
 def parse_stage_key(key: str) -> StageRef | None:
-    m = re.fullmatch(r"stage/(parsed|chunks)/([0-9a-f-]{36})\.(\d+)\.json", key)
+    m = re.fullmatch(r"stage/(parsed|chunks|images)/([0-9a-f-]{36})\.(\d+)\.json", key)
     if not m:
         return None
     return StageRef(m.group(1), uuid.UUID(m.group(2)), int(m.group(3)))

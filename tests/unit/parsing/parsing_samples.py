@@ -98,7 +98,7 @@ def tar_gz_bytes(members: list[tarfile.TarInfo | tuple[str, bytes]]) -> bytes:
                 info.size = len(content)
                 info.mtime = int(time.time())
                 tar.addfile(info, io.BytesIO(content))
-    return gzip.compress(raw.getvalue())
+    return gzip.compress(raw.getvalue(), mtime=0)  # the same bytes every run (test ids)
 
 
 def tar_entry(name: str, kind: bytes, linkname: str = "") -> tarfile.TarInfo:
@@ -119,6 +119,51 @@ def pdf_bytes(pages: list[str]) -> bytes:
         page = document.new_page()
         if text:
             page.insert_textbox(pymupdf.Rect(36, 36, 576, 806), text, fontsize=6)
+    return document.tobytes()
+
+
+# The two images of ``pdf_with_images``, told apart by size (a fake vision server reads it from the header).
+CHART_SIZE = (300, 200)
+DIAGRAM_SIZE = (200, 300)
+
+
+def solid_png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    import pymupdf
+
+    pixmap = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, width, height), False)
+    pixmap.set_rect(pixmap.irect, rgb)
+    return pixmap.tobytes("png")
+
+
+def pdf_with_images(*, icon: bool = False) -> bytes:
+    """Four pages showing two distinct images (R-PARSE-6): the chart twice on page 1, the diagram on
+    pages 2 and 3, and on page 4 a byte-identical copy of the chart under another xref. Each page has
+    text above and below its image; ``icon`` adds a 12x12 bullet (under any minimum size) to page 4."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 72), "Quarterly report, page one: the revenue overview.")
+    chart = page.insert_image(pymupdf.Rect(72, 100, 372, 300), stream=solid_png(*CHART_SIZE, (200, 30, 30)))
+    page.insert_image(pymupdf.Rect(72, 420, 222, 520), xref=chart)
+    page.insert_text((72, 600), "Page one closes with the outlook for next year.")
+    page = document.new_page()
+    page.insert_text((72, 72), "Page two explains the cooling loop.")
+    diagram = page.insert_image(pymupdf.Rect(72, 100, 272, 400), stream=solid_png(*DIAGRAM_SIZE, (30, 30, 200)))
+    page.insert_text((72, 500), "Page two ends with maintenance intervals.")
+    page = document.new_page()
+    page.insert_text((72, 72), "Page three repeats the loop for the night shift.")
+    page.insert_image(pymupdf.Rect(72, 100, 272, 400), xref=diagram)
+    page.insert_text((72, 500), "Page three ends here.")
+    page = document.new_page()
+    page.insert_text((72, 72), "Page four is the appendix with the same chart.")
+    copy = document.get_new_xref()
+    document.update_object(copy, document.xref_object(chart))
+    document.update_stream(copy, document.xref_stream_raw(chart), new=True, compress=False)
+    page.insert_image(pymupdf.Rect(72, 100, 372, 300), xref=copy)
+    if icon:
+        page.insert_image(pymupdf.Rect(72, 320, 84, 332), stream=solid_png(12, 12, (0, 0, 0)))
+    page.insert_text((72, 400), "Page four ends the appendix.")
     return document.tobytes()
 
 

@@ -1,0 +1,93 @@
+"""The chat-model catalog: which models each provider serves and which of them read images (R-PARSE-6).
+
+The canonical file is ``infra/catalog/chat_models.json``, beside the embedding catalog and found
+the same way (next to whichever embedding catalog this process reads: the repository's, the
+layer's package data, or ``$SLUICE_CATALOG_PATH``'s folder). A collection's image-description
+model must be listed here with ``vision``: an unknown model, or one that reads text only, is
+refused with the field named (``GET /rag/vision-models`` lists those a collection may choose).
+Each vision model says the largest image it takes (longest side in pixels, bytes): images are
+downscaled to that before they are sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from sluice.embedding.catalog import catalog_path
+
+CHAT_CATALOG_FILENAME = "chat_models.json"
+CHAT_PROVIDERS = ("openai", "bedrock")
+# Below this an image holds too little for a model to describe; above it no provider takes one.
+_MIN_SIDE, _MAX_SIDE = 256, 8000
+
+
+@dataclass(frozen=True)
+class ChatCatalogModel:
+    provider: str
+    model: str
+    vision: bool
+    max_image_side: int = 1568
+    max_image_bytes: int = 3_750_000
+    description: str = ""
+
+
+def chat_catalog_path() -> Path:
+    return catalog_path().parent / CHAT_CATALOG_FILENAME
+
+
+_cache: dict[tuple[Path, int], tuple[ChatCatalogModel, ...]] = {}
+_cache_lock = threading.Lock()
+
+
+def load_chat_catalog(path: Path | None = None) -> list[ChatCatalogModel]:
+    path = Path(path) if path is not None else chat_catalog_path()
+    key = (path.resolve(), path.stat().st_mtime_ns)
+    with _cache_lock:
+        models = _cache.get(key)
+    if models is None:
+        models = _parse(json.loads(path.read_text(encoding="utf-8")), path)
+        with _cache_lock:
+            _cache[key] = models
+    return list(models)
+
+
+def vision_models() -> list[ChatCatalogModel]:
+    return [m for m in load_chat_catalog() if m.vision]
+
+
+def _parse(raw: object, path: Path) -> tuple[ChatCatalogModel, ...]:
+    # A malformed catalog is a broken deployment: it fails loudly, never drops a model in use.
+    if not isinstance(raw, list):
+        raise ValueError(f"{path}: the catalog must be a JSON list of models")
+    models: list[ChatCatalogModel] = []
+    seen: set[tuple[str, str]] = set()
+    for position, entry in enumerate(raw):
+        where = f"{path}[{position}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: each model must be an object")
+        try:
+            model = ChatCatalogModel(
+                provider=str(entry["provider"]), model=str(entry["model"]), vision=bool(entry["vision"]),
+                max_image_side=int(entry.get("max_image_side", 1568)),
+                max_image_bytes=int(entry.get("max_image_bytes", 3_750_000)),
+                description=str(entry.get("description", "")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: {exc!r}") from exc
+        if model.provider not in CHAT_PROVIDERS:
+            raise ValueError(f"{where}: unknown provider {model.provider!r}")
+        if not _MIN_SIDE <= model.max_image_side <= _MAX_SIDE or model.max_image_bytes < 10_000:
+            raise ValueError(f"{where}: max_image_side must be {_MIN_SIDE}..{_MAX_SIDE} and max_image_bytes "
+                             "at least 10,000")
+        if (model.provider, model.model) in seen:
+            raise ValueError(f"{where}: {model.provider}/{model.model} is listed twice")
+        seen.add((model.provider, model.model))
+        models.append(model)
+    return tuple(models)
+
+
+def find_chat_model(provider: str, model: str) -> ChatCatalogModel | None:
+    return next((m for m in load_chat_catalog() if m.provider == provider and m.model == model), None)
