@@ -1,7 +1,10 @@
-"""Chat routes (SPEC §12, R-ACC-4): files, conversations, messages, attachments, context.
+"""Chat conversation routes (SPEC §12, R-CHAT-2..4, R-ACC-4): conversations, messages, attachments
+(attach, list, remove, register into a base) and the context a question reads. This function carries
+the model (a question is embedded, text counted with its tokenizer) and not the parsing libraries:
+files are uploaded, checked and parsed by functions/chat_files (README "Layers per need").
 
-Every route is its caller's only: another user's file, conversation or attachment is
-answered exactly like an absent one (404).
+Every route is its caller's only: another user's conversation, file or attachment is answered exactly
+like an absent one (404).
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, File, Query, UploadFile
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from sluice.api.http import build_resolver, principal, respond
 from sluice.api.responses import accepted, created, no_content
@@ -17,33 +20,23 @@ from sluice.api.views import AcceptedOut, accepted_view
 from sluice.api.views_chat import (
     AttachmentOut,
     AttachmentsOut,
-    ChatFileDetailOut,
-    ChatFileOut,
     ContextOut,
     ConversationDetailOut,
     ConversationOut,
     ConversationsOut,
     MessageOut,
-    PagesOut,
-    PresignedChatFileOut,
     attachment_view,
     attachments_view,
-    chat_file_detail_view,
-    chat_file_view,
     context_view,
     conversation_detail_view,
     conversation_view,
     conversations_view,
     message_view,
-    pages_view,
-    presigned_chat_file_view,
 )
-from sluice.chat import assembly, attachments, conversations, files
+from sluice.chat import assembly, attachments, conversations
 from sluice.chat.assembly import ContextRequest
 from sluice.chat.conversations import NewConversation, NewMessage
-from sluice.chat.files import PresignChatFile
-from sluice.config import DATABASE, get_settings
-from sluice.errors import FileTooLargeError
+from sluice.config import DATABASE
 from sluice.ingest.uploads import Accepted
 from sluice.observability import http_handler
 from sluice.wiring import chat_resources
@@ -51,54 +44,6 @@ from sluice.wiring import chat_resources
 app = build_resolver()
 
 _REGISTER_DOC = "The knowledge base to copy the attachment into; the caller must be able to write it."
-
-
-# --- files ----------------------------------------------------------------------------------------
-
-@app.post("/files/upload", summary="Upload a chat file in the request (up to the direct-upload limit)",
-          responses=created(ChatFileOut))
-def upload_file(file: Annotated[UploadFile, File(description="The file.")]) -> Response[ChatFileOut]:
-    p = principal(app)
-    settings = get_settings()
-    limit = min(settings.direct_upload_max_bytes, settings.chat_max_upload_bytes)
-    if len(file.content) > limit:
-        raise FileTooLargeError(
-            f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger chat files "
-            f"(up to {settings.chat_max_upload_size_mb} MB) use POST /files/uploads.",
-            details={"limit_bytes": limit})
-    row = files.upload(chat_resources(), p, file.filename or "file", file.content)
-    return respond(201, chat_file_view(row))
-
-
-@app.post("/files/uploads", summary="Ask for a presigned POST for a chat file (up to CHAT_MAX_UPLOAD_SIZE_MB)",
-          responses=accepted(PresignedChatFileOut))
-def presign_file(body: Annotated[PresignChatFile, Body()]) -> Response[PresignedChatFileOut]:
-    p = principal(app)
-    taken = files.presign(chat_resources(), p, body)
-    return respond(202, presigned_chat_file_view(taken.file, taken.upload))
-
-
-@app.get("/files/<file_id>", summary="A chat file's metadata and a short-lived download link (owner only)")
-def get_file(file_id: str) -> ChatFileDetailOut:
-    p = principal(app)
-    res = chat_resources()
-    row = files.get_file(res, p, file_id)
-    return chat_file_detail_view(row, files.download_url(res, row), res.settings.download_url_expires_seconds)
-
-
-@app.delete("/files/<file_id>", summary="Delete a chat file, its stored objects, and an attachment of it",
-            responses=no_content())
-def delete_file(file_id: str) -> Response[None]:
-    p = principal(app)
-    files.delete_file(chat_resources(), p, file_id)
-    return respond(204, None)
-
-
-@app.get("/files/<file_id>/pages", summary="A TIFF's (or PDF's) first pages as PNG, capped by "
-                                           "CHAT_TIFF_MAX_INLINE_PAGES")
-def file_pages(file_id: str, max: Annotated[int | None, Query(ge=1, le=1000)] = None) -> PagesOut:  # noqa: A002
-    p = principal(app)
-    return pages_view(files.pages(chat_resources(), p, file_id, max))
 
 
 # --- conversations and messages ---------------------------------------------------------------

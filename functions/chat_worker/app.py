@@ -1,5 +1,6 @@
-"""The chat queue's worker: attachment jobs (grade, index, summarise, in steps that resume), presigned
-chat uploads arriving under chat-incoming/, and both kinds' dead letters (R-CHAT-1, R-CHAT-2)."""
+"""The chat queue's worker: attachment jobs (grade, index, summarise, in steps that resume) and their
+dead letters (R-CHAT-2). It carries the model and not the parsing libraries: the attachment's text was
+extracted when its file was uploaded (functions/chat_files, functions/chat_arrival)."""
 
 from __future__ import annotations
 

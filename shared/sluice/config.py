@@ -122,6 +122,9 @@ class Settings(BaseSettings):
     # The queue that runs attachment work off the request, and its dead-letter queue (by ARN).
     chat_queue_url: str = Field("", alias="CHAT_QUEUE_URL")
     chat_dlq_arn: str = Field("", alias="CHAT_DLQ_ARN")
+    # Presigned chat uploads arrive on a queue of their own (their check parses; attachment work embeds):
+    # its dead-letter queue, by ARN, tells a dead letter from a first delivery.
+    chat_arrival_dlq_arn: str = Field("", alias="CHAT_ARRIVAL_DLQ_ARN")
     # A direct chat upload is parsed inside the request: it gets this long, below API Gateway's 29 s.
     # A presigned upload is parsed by the worker within PARSE_TIMEOUT_SECONDS.
     chat_parse_timeout_seconds: int = Field(20, ge=1, alias="CHAT_PARSE_TIMEOUT_SECONDS")

@@ -26,12 +26,21 @@ EVENTS = Path(__file__).resolve().parents[1] / "events"
 FACT = "The quartermaster keeps the spare lantern wicks in the cedar chest below the chart table."
 
 
+# The functions that carry the model (ModelLayer), and those that carry the parsers (ParseLayer); no
+# function carries both (tests/built/test_function_sizes.py), and none imports what its layers lack.
+MODEL_FUNCTIONS = {"EmbedFunction", "SearchFunction", "ChatFunction", "ChatWorkerFunction"}
+PARSE_FUNCTIONS = {"ParseFunction", "ChatFilesFunction", "ChatArrivalFunction"}
+
+
 def test_every_handler_imports_with_only_its_layers(build: Build, invoke_built):
+    assert set(build.functions) >= MODEL_FUNCTIONS | PARSE_FUNCTIONS
     for name in sorted(build.functions):
         loaded = invoke_built(name, None)
         assert loaded["imported"] == "app"
-        if name not in ("EmbedFunction", "SearchFunction", "ChatFunction", "ChatWorkerFunction"):
+        if name not in MODEL_FUNCTIONS:
             assert "onnxruntime" not in loaded["modules"] and "numpy" not in loaded["modules"], name
+        if name not in PARSE_FUNCTIONS:
+            assert "pymupdf" not in loaded["modules"] and "fitz" not in loaded["modules"], name
 
 
 def sample(name: str) -> dict[str, Any]:
@@ -163,3 +172,82 @@ def test_parse_chunk_embed_and_search_from_the_build(stack, invoke_built):
                                           "collections": [kb["collection_name"]], "top_k": 3}).json()
     assert [r["content"] for r in local["results"]] == [r["content"] for r in results]
     assert local["results"][0]["vec_score"] == pytest.approx(results[0]["vec_score"], abs=1e-4)
+
+
+def http_event(method: str, path: str, *, user: str, body: bytes = b"", content_type: str = "application/json",
+               query: dict[str, str] | None = None) -> dict[str, Any]:
+    """An HTTP API (payload 2.0) event for ``user``, as API Gateway hands it to a function after the JWT
+    authorizer (tests/events/chat_create_conversation.json is one)."""
+    import base64
+    from urllib.parse import urlencode
+
+    event = sample("chat_create_conversation")
+    event["routeKey"] = event["requestContext"]["routeKey"] = f"{method} {path}"
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["rawQueryString"] = urlencode(query or {})
+    if query:
+        event["queryStringParameters"] = query
+    event["headers"]["content-type"] = content_type
+    event["requestContext"]["authorizer"]["jwt"]["claims"].update(
+        {"sub": user, "exp": str(int(time.time()) + 600)})
+    event["body"] = base64.b64encode(body).decode()
+    event["isBase64Encoded"] = True
+    return event
+
+
+def call(invoke_built, function: str, method: str, path: str, expect: int, *, user: str = "carla",
+         json_body: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    if json_body is not None:
+        kwargs["body"] = json.dumps(json_body).encode()
+    answer = invoke_built(function, http_event(method, path, user=user, **kwargs))
+    assert answer["statusCode"] == expect, (function, method, path, answer)
+    return json.loads(answer["body"]) if answer.get("body") else None
+
+
+def test_chat_files_conversations_arrivals_and_attachments_from_the_build(stack, invoke_built):
+    """Each chat function with only its layers: the file routes parse and render (ParseLayer), a
+    presigned arrival is checked by the arrival function (ParseLayer), attaching counts tokens and the
+    worker embeds (ModelLayer), and the context embeds the question (ModelLayer)."""
+    from tests.chat_samples import PINPOINT_QUESTION, PLANTED, report_pdf
+
+    drain(stack, "ChatArrivalQueue", expect=None, timeout=2)  # S3's test event
+    # A direct upload, parsed in the request by the built ChatFilesFunction.
+    upload = httpx.Request("POST", "http://x/files/upload", files={"file": ("report.pdf", report_pdf(40))})
+    report = call(invoke_built, "ChatFilesFunction", "POST", "/files/upload", 201, body=upload.read(),
+                  content_type=upload.headers["content-type"])
+    assert report["file_type"] == "pdf" and report["preview"].startswith("Section 1")
+    pages = call(invoke_built, "ChatFilesFunction", "GET", f"/files/{report['id']}/pages", 200, query={"max": "1"})
+    assert pages["shown"] == 1 and pages["pages"][0]["data_url"].startswith("data:image/png;base64,")
+
+    # A presigned upload, checked when it lands by the built ChatArrivalFunction.
+    taken = call(invoke_built, "ChatFilesFunction", "POST", "/files/uploads", 202,
+                 json_body={"filename": "minutes.txt"})
+    posted = httpx.post(taken["upload"]["url"], data=taken["upload"]["fields"],
+                        files={"file": ("minutes.txt", b"Minutes of the harbour board\nAgreed: dredge in May\n")})
+    assert posted.status_code in (200, 204), posted.text
+    run_stage(stack, invoke_built, "ChatArrivalFunction", "ChatArrivalQueue", 1)
+    minutes = call(invoke_built, "ChatFilesFunction", "GET", f"/files/{taken['id']}", 200)
+    assert minutes["status"] == "ready" and minutes["preview"].startswith("Minutes of the harbour board")
+
+    # The conversation side: attached (graded with the tokenizer), indexed by the built worker.
+    cid = call(invoke_built, "ChatFunction", "POST", "/conversations", 201, json_body={})["id"]
+    small = call(invoke_built, "ChatFunction", "POST", f"/conversations/{cid}/attachments", 202,
+                 json_body={"file_id": taken["id"]})
+    assert small["status"] == "full_text"
+    large = call(invoke_built, "ChatFunction", "POST", f"/conversations/{cid}/attachments", 202,
+                 json_body={"file_id": report["id"]})
+    assert large["status"] == "indexing"
+    for _ in range(5):  # the job, and any continuation it sends itself
+        messages = drain(stack, "ChatQueue", expect=None, timeout=3)
+        if not messages:
+            break
+        for message in messages:
+            result = invoke_built("ChatWorkerFunction", sqs_event(stack.queue_arns["ChatQueue"], message))
+            assert result == {"batchItemFailures": []}, result
+    listed = call(invoke_built, "ChatFunction", "GET", f"/conversations/{cid}/attachments", 200)
+    assert {a["id"]: a["status"] for a in listed["attachments"]} == {small["id"]: "full_text",
+                                                                     large["id"]: "indexed"}
+    context = call(invoke_built, "ChatFunction", "POST", f"/conversations/{cid}/context", 200,
+                   json_body={"question": PINPOINT_QUESTION})
+    assert PLANTED in context["context"] and "Agreed: dredge in May" in context["context"]

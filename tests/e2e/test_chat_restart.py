@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sluice.chat.recovery import OBJECTS_RESET
 from sluice.local.runtime import free_port
 from sluice.local.tokens import mint
 from tests.chat_samples import report_pdf
@@ -85,6 +86,8 @@ def test_a_restart_mid_summary_leaves_the_attachment_failed_with_the_reason(tmp_
             url = first.wait_ready()
             api = httpx.Client(base_url=url, headers=headers, timeout=60)
             f = api.post("/files/upload", files={"file": ("report.pdf", report_pdf(6))}).json()
+            notes = api.post("/files/upload", files={"file": ("notes.txt", b"Harbour notes\n")}).json()
+            assert httpx.get(api.get(f"/files/{notes['id']}").json()["download"]["url"]).content == b"Harbour notes\n"
             cid = api.post("/conversations", json={}).json()["id"]
             att = api.post(f"/conversations/{cid}/attachments", json={"file_id": f["id"]}).json()
             deadline = time.monotonic() + 240
@@ -107,5 +110,11 @@ def test_a_restart_mid_summary_leaves_the_attachment_failed_with_the_reason(tmp_
             assert [(a["id"], a["status"], a["error_message"]) for a in after] == [
                 (att["id"], "failed", "Interrupted by restart")]
             assert after[0]["progress"] is None and after[0]["label"] == "failed"
+            # The objects were in moto's memory: a stored file says its original is gone, and hands
+            # out no link to nothing; attaching it answers why.
+            row = api.get(f"/files/{notes['id']}").json()
+            assert (row["status"], row["error_message"], row["download"]) == ("failed", OBJECTS_RESET, None)
+            refused = api.post(f"/conversations/{cid}/attachments", json={"file_id": notes["id"]})
+            assert refused.status_code == 409 and OBJECTS_RESET in refused.json()["error"]["message"]
         finally:
             second.stop()

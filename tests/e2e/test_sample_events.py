@@ -16,10 +16,12 @@ FUNCTION_OF = {"kb": "KbFunction", "uploads": "UploadsFunction", "search": "Sear
                "parse": "ParseFunction", "chunk": "ChunkFunction", "embed": "EmbedFunction",
                "migrate": "MigrateFunction", "documents": "DocumentsFunction", "dlq": "DeadLetterFunction",
                "teardowns": "TeardownsFunction", "teardown": "TeardownFunction", "sweep": "TeardownSweepFunction",
-               "chat": "ChatFunction", "chatworker": "ChatWorkerFunction", "sources": "SourcesFunction"}
+               "chat": "ChatFunction", "chatworker": "ChatWorkerFunction", "sources": "SourcesFunction",
+               "chatfiles": "ChatFilesFunction", "chatarrival": "ChatArrivalFunction"}
 # Every sample event and the status its route answers, written out (a new event must be added here).
 ANSWER = {
     "chat_create_conversation": 201,
+    "chatfiles_presign": 202,  # a pending chat file, and the POST its upload takes
     "documents_kb_ingestion": 404,  # names a base no one created: the absent answer
     "documents_supported_formats": 200,
     "kb_create": 201,

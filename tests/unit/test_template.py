@@ -68,7 +68,7 @@ def test_stage_queues_have_dead_letter_queues_and_partial_failures(raw):
                   if ev["Type"] == "SQS"]
     assert len(sqs_events) == sum(len(fn.queues) for fn in sourced) >= 6
     assert all(ev["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for _, ev in sqs_events)
-    stage_queues = {"IngestQueue", "ChunkQueue", "EmbedQueue", "ChatQueue"}
+    stage_queues = {"IngestQueue", "ChunkQueue", "EmbedQueue", "ChatQueue", "ChatArrivalQueue"}
     for name in stage_queues:  # each stage queue hands its failures to a dead-letter queue after a few tries
         q = template.queues[name]
         assert q.dead_letter and q.max_receive_count and q.max_receive_count <= 5, name
@@ -177,8 +177,9 @@ def test_every_function_that_opens_the_database_may_read_its_secret(raw):
         if "requires=(DATABASE" in source:
             opening.append(name)
             assert {"Ref": "DatabaseSecretReadPolicy"} in fn["Properties"]["Policies"], name
-    # 12, the three of source syncs (SourcesFunction, SyncTask, SyncSchedule), the three of teardowns
-    assert len(opening) == 18
+    # 12, the three of source syncs (SourcesFunction, SyncTask, SyncSchedule), the three of teardowns,
+    # and the chat files and chat arrival functions split off the chat ones (README "Layers per need")
+    assert len(opening) == 20
 
 
 def test_traces_carry_no_responses_or_error_messages(raw):

@@ -244,7 +244,14 @@ def _reference(res: ChatResources, question: str, pairs: list[tuple[Attachment, 
     expires = res.settings.download_url_expires_seconds
     references: list[Reference] = []
     contributions: list[Contribution] = []
+    notes: list[str] = []
     for attachment, file in pairs:
+        if file.status != "ready":  # its original is gone (a local restart): named, with no link to nothing
+            note = (f"Attached file: {file.filename} - not available: "
+                    f"{file.error_message or 'its stored file is gone'}")
+            notes.append(note)
+            contributions.append(Contribution(attachment, file, "note", tokens=counter.count(note)))
+            continue
         path = workspace_path(file)
         lines = [f"Attached file: {file.filename} ({path}, {human_size(file.size)}, {file.file_type or 'file'})"]
         extracted: Fetchable | None = None
@@ -261,7 +268,8 @@ def _reference(res: ChatResources, question: str, pairs: list[tuple[Attachment, 
                                                            filename=file.filename))
         references.append(Reference(attachment, file, path, text, original, extracted))
         contributions.append(Contribution(attachment, file, "reference", tokens=counter.count(text)))
-    parts = ([FENCE] if references else []) + [r.text for r in references] + (["---"] if references else [])
+    shown = [r.text for r in references] + notes
+    parts = ([FENCE] if shown else []) + shown + (["---"] if shown else [])
     block = "\n\n".join([*parts, question])
     return AssembledContext("reference", block, question, contributions, references=references,
                             total_tokens=counter.count(block), url_expires_in=expires)

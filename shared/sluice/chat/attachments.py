@@ -124,8 +124,9 @@ def attach(res: ChatResources, p: Principal, conversation_id: str, file_id: str 
         if file is None:
             raise file_not_found()
         if file.status != "ready":
-            raise ConflictError("This file has not finished uploading, or its upload failed; it cannot be "
-                                "attached.", details={"file_id": str(file.id), "status": file.status})
+            why = file.error_message or "it has not finished uploading, or its upload failed."
+            raise ConflictError(f"This file cannot be attached: {why}",
+                                details={"file_id": str(file.id), "status": file.status})
         existing = repo.attachment_of_file(conn, file.id)
         if existing is not None and existing.conversation_id != conversation.id:
             raise ConflictError("This file is attached to another conversation; upload it again to attach it "
@@ -233,6 +234,9 @@ def register(res: ChatResources, p: Principal, conversation_id: str, attachment_
                                 details={"document_id": str(attachment.registered_document_id)})
         file = repo.file_by_id(conn, attachment.file_id)
         assert file is not None
+        if file.status != "ready":  # its original is gone (a local restart): nothing to copy
+            raise ConflictError(f"This attachment's file cannot be registered: {file.error_message or file.status}",
+                                details={"file_id": str(file.id), "status": file.status})
         data = res.store.get(file.storage_path)
         # The base is resolved for writing inside (404 Collection not found when out of reach); the
         # attachment's row lock, held meanwhile, keeps a second register from copying it twice.

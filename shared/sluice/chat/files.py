@@ -261,6 +261,15 @@ def get_file(res: ChatResources, p: Principal, file_id: str | uuid.UUID) -> Chat
     return row
 
 
+def not_stored(row: ChatFile) -> ConflictError:
+    """A file whose original is not there to read: still uploading, or failed (and why)."""
+    if row.status == "failed":
+        return ConflictError(f"This file is not available: {row.error_message or 'its upload failed'}",
+                             details={"file_id": str(row.id), "status": row.status})
+    return ConflictError("The file has not finished uploading.", details={"file_id": str(row.id),
+                                                                          "status": row.status})
+
+
 def download_url(res: ChatResources, row: ChatFile) -> str | None:
     """A short-lived link to the stored original; None while a presigned upload has not arrived."""
     if row.status != "ready":
@@ -302,7 +311,7 @@ def pages(res: ChatResources, p: Principal, file_id: str | uuid.UUID, asked: int
     """A TIFF's (or a PDF's) first pages as PNG, capped by CHAT_TIFF_MAX_INLINE_PAGES."""
     row = get_file(res, p, file_id)
     if row.status != "ready":
-        raise ConflictError("The file has not finished uploading.")
+        raise not_stored(row)
     kind = _renderable_kind(row)
     cap = res.settings.chat_tiff_max_inline_pages
     wanted = min(asked, cap) if asked is not None else cap

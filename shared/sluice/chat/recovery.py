@@ -25,6 +25,7 @@ from sluice.chat.attachments import AttachmentJob
 from sluice.chat.resources import ChatResources
 from sluice.db import chat as repo
 from sluice.db.chat import Attachment, ChatFile
+from sluice.db.connection import UnitOfWork
 from sluice.storage import chat_incoming_key
 
 log = logging.getLogger("sluice.chat")
@@ -33,6 +34,8 @@ NEVER_ARRIVED = ("The file never arrived: the upload link expired before anythin
                  "Upload the file again.")
 NEVER_CHECKED = ("The file arrived but was never checked (its arrival notice was lost). Upload the file "
                  "again.")
+OBJECTS_RESET = ("The local runtime restarted and its object store (kept in memory) started empty, so this "
+                 "file's stored original is gone. Upload the file again.")
 
 
 def stalled(status: str, idle_seconds: int) -> str:
@@ -112,3 +115,16 @@ def _reap_upload(res: ChatResources, file: ChatFile) -> int:
     if failed and arrived:
         res.store.delete_many([landed])
     return int(failed)
+
+
+def fail_lost_files(uow: UnitOfWork) -> int:
+    """The local runtime's start: its object store (moto, in memory) is empty, so every chat file that
+    was stored, or was waiting for its presigned upload, lost its object. Each becomes failed with
+    OBJECTS_RESET, so a download, the pages, attaching and registering answer that sentence rather
+    than a link to nothing or a crash. Text already extracted stays in the database: an attachment
+    of such a file still contributes it to a conversation's inline context."""
+    with uow() as conn:
+        count = repo.fail_stored_files(conn, OBJECTS_RESET)
+    if count:
+        log.warning("chat files whose objects a restart lost were failed", extra={"count": count})
+    return count

@@ -1,5 +1,7 @@
 """What a message on the chat queue means, and its dead letters: an attachment's job (its own, or a
-continuation), or an S3 event for a presigned chat upload that arrived under ``chat-incoming/``."""
+continuation). Presigned chat uploads arrive on a queue of their own (sluice.chat.arrivals): their
+check needs the parsing libraries, this work the model, and no function carries both (Lambda's
+250 MB unzipped, README "Layers per need")."""
 
 from __future__ import annotations
 
@@ -8,36 +10,27 @@ import logging
 from typing import Any
 
 from sluice.chat.attachments import JOB_KEY, AttachmentJob, TimeLeft, on_dead_job, run_job
-from sluice.chat.files import fail_arrival, on_arrival
 from sluice.chat.resources import ChatResources
-from sluice.ingest.events import ObjectEvent, read_message
 
 log = logging.getLogger("sluice.chat")
 
-ARRIVAL_FAILED = ("The upload could not be checked: it failed every attempt. Upload the file again; the "
-                  "worker log has the full error.")
 
-
-def _items(body: str) -> list[AttachmentJob | ObjectEvent]:
+def _job(body: str) -> AttachmentJob | None:
     message: dict[str, Any] = json.loads(body)
-    if JOB_KEY in message:
-        return [AttachmentJob.from_message(message)]
-    return [item for item in read_message(body) if isinstance(item, ObjectEvent)]
+    if isinstance(message, dict) and JOB_KEY in message:
+        return AttachmentJob.from_message(message)
+    log.warning("ignoring a chat queue message that is not an attachment job",
+                extra={"keys": sorted(message)[:5] if isinstance(message, dict) else None})
+    return None
 
 
 def on_message(res: ChatResources, body: str, time_left: TimeLeft) -> None:
-    for item in _items(body):
-        if isinstance(item, AttachmentJob):
-            run_job(res, item, time_left)
-        elif item.created and item.key.startswith("chat-incoming/"):
-            on_arrival(res, item.key)
-        else:
-            log.warning("ignoring a chat queue object event", extra={"key_prefix": item.key.split("/")[0]})
+    job = _job(body)
+    if job is not None:
+        run_job(res, job, time_left)
 
 
 def on_dead_letter(res: ChatResources, body: str) -> None:
-    for item in _items(body):
-        if isinstance(item, AttachmentJob):
-            on_dead_job(res, item)
-        elif item.created and item.key.startswith("chat-incoming/"):
-            fail_arrival(res, item.key, ARRIVAL_FAILED)
+    job = _job(body)
+    if job is not None:
+        on_dead_job(res, job)

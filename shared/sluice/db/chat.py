@@ -283,6 +283,15 @@ def fail_working_attachments(conn: Connection, message: str) -> int:
     return cur.rowcount
 
 
+def fail_stored_files(conn: Connection, message: str) -> int:
+    """Every file that is stored or awaiting its bytes becomes failed with ``message``; how many did
+    (a store that started empty: the local runtime after a restart)."""
+    cur = conn.execute(
+        "UPDATE chat_files SET status = 'failed', error_message = %s WHERE status IN ('ready', 'pending')",
+        (message,))
+    return cur.rowcount
+
+
 # --- the reaper (sluice.chat.recovery) ----------------------------------------------------------
 
 def stale_attachments(conn: Connection, *, idle_for: timedelta, limit: int) -> list[Attachment]:

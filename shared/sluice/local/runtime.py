@@ -326,8 +326,10 @@ class LocalRuntime:
         """The local queues live in moto's memory and do not survive a restart (on AWS a message is
         never lost: it is redelivered, then dead-lettered). So before the pumps start, work a stopped
         runtime left in progress is failed with a reason rather than left waiting for a message that
-        will never come: an attachment "Interrupted by restart"."""
+        will never come: an attachment "Interrupted by restart". The objects live in moto's memory too:
+        a chat file whose original is gone fails with a sentence saying so (sluice.chat.recovery)."""
         from sluice.chat.attachments import fail_interrupted
+        from sluice.chat.recovery import fail_lost_files
         from sluice.db.connection import transaction
 
         with transaction() as conn:
@@ -335,6 +337,7 @@ class LocalRuntime:
         if row is None or not row["present"]:
             return  # a template of other functions, whose migrations hold no chat tables
         fail_interrupted(transaction)
+        fail_lost_files(transaction)
 
     def _load(self, fn: FunctionDef) -> Instances:
         if fn.name not in self._instances:

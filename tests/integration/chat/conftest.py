@@ -12,8 +12,9 @@ from typing import Any
 import boto3
 import pytest
 
+from sluice.chat import arrivals, worker
+from sluice.chat.attachments import JOB_KEY
 from sluice.chat.resources import ATTACHMENT_EMBEDDING, ChatResources
-from sluice.chat.worker import on_dead_letter, on_message
 from sluice.config import get_settings
 from sluice.db.connection import transaction
 from sluice.embedding.tokens import bundled_token_counter
@@ -45,15 +46,23 @@ class ChatHarness:
         self.res.settings = self.res.settings.model_copy(update=changes)
 
     def run_jobs(self, time_left: Callable[[], float] = lambda: 1e9, limit: int = 1000) -> int:
-        """Deliver queued jobs (and the continuations they send) until none is left."""
+        """Deliver queued messages (and the continuations they send) until none is left: an attachment
+        job as the chat queue's worker takes it, an S3 event as the chat arrival queue's function does."""
         delivered = 0
         while self.jobs and delivered < limit:
-            on_message(self.res, json.dumps(self.jobs.pop(0)), time_left)
+            message = self.jobs.pop(0)
+            if JOB_KEY in message:
+                worker.on_message(self.res, json.dumps(message), time_left)
+            else:
+                arrivals.on_message(self.res, json.dumps(message))
             delivered += 1
         return delivered
 
     def dead_letter(self, message: dict[str, Any]) -> None:
-        on_dead_letter(self.res, json.dumps(message))
+        if JOB_KEY in message:
+            worker.on_dead_letter(self.res, json.dumps(message))
+        else:
+            arrivals.on_dead_letter(self.res, json.dumps(message))
 
     def keys(self, prefix: str) -> list[str]:
         listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=prefix)

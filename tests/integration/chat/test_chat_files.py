@@ -3,6 +3,7 @@ presigned path's first arrival, messages linking only the sender's own unlinked 
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 
@@ -123,6 +124,33 @@ def test_an_arrival_over_the_ceiling_fails_even_where_the_store_took_it(chat):
     chat.run_jobs()
     row = files.get_file(chat.res, ALICE, taken.file.id)
     assert row.status == "failed" and "1 MB limit" in row.error_message and chat.keys("chat") == []
+
+
+def test_an_arrival_that_failed_every_delivery_fails_its_file_and_is_not_kept(chat):
+    # The chat arrival queue's dead letter (functions/chat_arrival): the pending row says why.
+    from sluice.chat.arrivals import ARRIVAL_FAILED
+
+    taken = files.presign(chat.res, ALICE, PresignChatFile(filename="minutes.txt"))
+    _post(taken.upload, "minutes.txt", b"Minutes", chat)
+    [event] = chat.jobs
+    chat.jobs.clear()
+    chat.dead_letter(event)
+    row = files.get_file(chat.res, ALICE, taken.file.id)
+    assert (row.status, row.error_message) == ("failed", ARRIVAL_FAILED)
+    assert chat.keys("chat") == []
+
+
+def test_the_attachment_worker_ignores_what_is_not_an_attachment_job(chat):
+    # Arrivals have a queue of their own now; an S3 event reaching the chat queue changes nothing.
+    from sluice.chat import worker
+
+    taken = files.presign(chat.res, ALICE, PresignChatFile(filename="minutes.txt"))
+    _post(taken.upload, "minutes.txt", b"Minutes", chat)
+    [event] = chat.jobs
+    worker.on_message(chat.res, json.dumps(event), lambda: 1e9)
+    worker.on_dead_letter(chat.res, json.dumps(event))
+    assert files.get_file(chat.res, ALICE, taken.file.id).status == "pending"
+    assert chat.keys("chat-incoming/") == [taken.upload["fields"]["key"]]
 
 
 def test_presign_refuses_a_name_sluice_cannot_read_or_a_size_over_the_ceiling(chat):

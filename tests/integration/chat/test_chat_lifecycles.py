@@ -184,3 +184,45 @@ def test_a_job_that_failed_every_delivery_while_indexing_fails_with_what_it_met(
     failed = attachments.list_attachments(chat.res, ALICE, cid)[0][0]
     assert failed.status == "failed"
     assert failed.error_message.startswith("The attachment could not be processed (ConnectionError while indexing)")
+
+
+def test_after_a_local_restart_files_whose_objects_are_gone_answer_a_clear_error(fast):
+    # The local object store is moto's memory: a restarted runtime keeps its database and starts with an
+    # empty bucket. A file whose original is gone says so; nothing hands out a link to nothing or crashes.
+    from sluice.chat.files import PresignChatFile
+    from sluice.chat.recovery import OBJECTS_RESET, fail_lost_files
+
+    chat = fast
+    cid = new_conversation(chat)
+    att, report = indexed_report(chat, cid)
+    notes = files.upload(chat.res, ALICE, "notes.txt", words(50).encode())
+    pending = files.presign(chat.res, ALICE, PresignChatFile(filename="later.txt")).file
+    scan = files.upload(chat.res, ALICE, "scan.pdf", report_pdf(2))
+    # WHEN the runtime starts again on the same database, with an empty store
+    for key in chat.keys(""):
+        chat.s3.delete_object(Bucket=chat.bucket, Key=key)
+    assert fail_lost_files(transaction) == 4
+
+    for f in (report, notes, pending, scan):
+        row = files.get_file(chat.res, ALICE, f.id)
+        assert (row.status, row.error_message) == ("failed", OBJECTS_RESET), f.filename
+        assert files.download_url(chat.res, row) is None
+    with pytest.raises(ConflictError) as refused:
+        attachments.attach(chat.res, ALICE, cid, notes.id)
+    assert OBJECTS_RESET in refused.value.message
+    with pytest.raises(ConflictError) as refused:
+        files.pages(chat.res, ALICE, scan.id, None)
+    assert OBJECTS_RESET in refused.value.message
+    with pytest.raises(ConflictError) as refused:
+        attachments.register(chat.res, ALICE, cid, str(att.id), str(_base("alice").id))
+    assert OBJECTS_RESET in refused.value.message
+    # The attachment's text and chunks are in the database: the inline context still reads them; the
+    # reference mode names the file and why it cannot be fetched, with no link.
+    inline = assembly.assemble(chat.res, ALICE, cid, ContextRequest(question="What happened to the pier?"))
+    assert "[Document: report.pdf]" in inline.block and inline.searched
+    reference = assembly.assemble(chat.res, ALICE, cid, ContextRequest(question="q", mode="reference"))
+    assert reference.references == []
+    assert f"Attached file: report.pdf - not available: {OBJECTS_RESET}" in reference.block
+    assert [c.contributes for c in reference.contributions] == ["note"]
+    # AND a runtime restarted again marks nothing twice
+    assert fail_lost_files(transaction) == 0
