@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from sluice.errors import ValidationError
 
@@ -57,21 +59,26 @@ def catalog_path() -> Path:
     )
 
 
-_cache: dict[tuple[Path, int], tuple[CatalogModel, ...]] = {}
+_T = TypeVar("_T")
+_cache: dict[tuple[Path, int, Callable[[object, Path], tuple[Any, ...]]], tuple[Any, ...]] = {}
 _cache_lock = threading.Lock()
 
 
-def load_catalog(path: Path | None = None) -> list[CatalogModel]:
-    path = Path(path) if path is not None else catalog_path()
-    # Keyed on mtime so a local runtime editing the file sees the edit without a restart.
-    key = (path.resolve(), path.stat().st_mtime_ns)
+def load_cached(path: Path, parse: Callable[[object, Path], tuple[_T, ...]]) -> list[_T]:
+    """A JSON catalog file as ``parse`` reads it, parsed once per version of the file: keyed on its
+    mtime, so a local runtime editing the file sees the edit without a restart."""
+    key = (path.resolve(), path.stat().st_mtime_ns, parse)
     with _cache_lock:
         models = _cache.get(key)
     if models is None:
-        models = _parse_catalog(json.loads(path.read_text(encoding="utf-8")), path)
+        models = parse(json.loads(path.read_text(encoding="utf-8")), path)
         with _cache_lock:
             _cache[key] = models
     return list(models)
+
+
+def load_catalog(path: Path | None = None) -> list[CatalogModel]:
+    return load_cached(Path(path) if path is not None else catalog_path(), _parse_catalog)
 
 
 def _parse_catalog(raw: object, path: Path) -> tuple[CatalogModel, ...]:

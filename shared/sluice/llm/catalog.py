@@ -11,12 +11,10 @@ downscaled to that before they are sent.
 
 from __future__ import annotations
 
-import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from sluice.embedding.catalog import catalog_path
+from sluice.embedding.catalog import catalog_path, load_cached
 
 CHAT_CATALOG_FILENAME = "chat_models.json"
 CHAT_PROVIDERS = ("openai", "bedrock")
@@ -38,20 +36,8 @@ def chat_catalog_path() -> Path:
     return catalog_path().parent / CHAT_CATALOG_FILENAME
 
 
-_cache: dict[tuple[Path, int], tuple[ChatCatalogModel, ...]] = {}
-_cache_lock = threading.Lock()
-
-
 def load_chat_catalog(path: Path | None = None) -> list[ChatCatalogModel]:
-    path = Path(path) if path is not None else chat_catalog_path()
-    key = (path.resolve(), path.stat().st_mtime_ns)
-    with _cache_lock:
-        models = _cache.get(key)
-    if models is None:
-        models = _parse(json.loads(path.read_text(encoding="utf-8")), path)
-        with _cache_lock:
-            _cache[key] = models
-    return list(models)
+    return load_cached(Path(path) if path is not None else chat_catalog_path(), _parse)
 
 
 def vision_models() -> list[ChatCatalogModel]:
