@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sluice.errors import ValidationError
 
@@ -81,39 +81,67 @@ def load_catalog(path: Path | None = None) -> list[CatalogModel]:
     return load_cached(Path(path) if path is not None else catalog_path(), _parse_catalog)
 
 
-def _parse_catalog(raw: object, path: Path) -> tuple[CatalogModel, ...]:
-    # A malformed catalog is a broken deployment, so it fails loudly rather than
-    # dropping entries a collection may already be bound to.
+class _Listed(Protocol):
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+
+_M = TypeVar("_M", bound=_Listed)
+
+
+def parse_models(raw: object, path: Path, build: Callable[[dict[str, Any]], _M],
+                 check: Callable[[_M], str | None]) -> tuple[_M, ...]:
+    """A catalog file's models: ``build`` reads an entry, ``check`` says what is wrong with it (None:
+    nothing). A malformed catalog is a broken deployment, so it fails loudly rather than dropping
+    entries a collection may already be bound to; a provider/model listed twice is malformed."""
     if not isinstance(raw, list):
         raise ValueError(f"{path}: the catalog must be a JSON list of models")
-    models: list[CatalogModel] = []
+    models: list[_M] = []
     seen: set[tuple[str, str]] = set()
     for position, entry in enumerate(raw):
         where = f"{path}[{position}]"
         if not isinstance(entry, dict):
             raise ValueError(f"{where}: each model must be an object")
         try:
-            model = CatalogModel(
-                provider=str(entry["provider"]),
-                model=str(entry["model"]),
-                dim=int(entry["dim"]),
-                max_input_tokens=int(entry["max_input_tokens"]),
-                allowed_dims=tuple(int(d) for d in entry.get("allowed_dims") or ()),
-                description=str(entry.get("description", "")),
-            )
+            model = build(entry)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{where}: {exc!r}") from exc
-        if model.provider not in PROVIDERS:
-            raise ValueError(f"{where}: unknown provider {model.provider!r}")
-        if model.dim not in model.allowed_dims or min(model.allowed_dims) <= 0:
-            raise ValueError(f"{where}: dim {model.dim} must be one of allowed_dims {model.allowed_dims}")
-        if model.max_input_tokens <= 0:
-            raise ValueError(f"{where}: max_input_tokens must be positive")
+        wrong = check(model)
+        if wrong is not None:
+            raise ValueError(f"{where}: {wrong}")
         if (model.provider, model.model) in seen:
             raise ValueError(f"{where}: {model.provider}/{model.model} is listed twice")
         seen.add((model.provider, model.model))
         models.append(model)
     return tuple(models)
+
+
+def _build(entry: dict[str, Any]) -> CatalogModel:
+    return CatalogModel(
+        provider=str(entry["provider"]),
+        model=str(entry["model"]),
+        dim=int(entry["dim"]),
+        max_input_tokens=int(entry["max_input_tokens"]),
+        allowed_dims=tuple(int(d) for d in entry.get("allowed_dims") or ()),
+        description=str(entry.get("description", "")),
+    )
+
+
+def _check(model: CatalogModel) -> str | None:
+    if model.provider not in PROVIDERS:
+        return f"unknown provider {model.provider!r}"
+    if model.dim not in model.allowed_dims or min(model.allowed_dims) <= 0:
+        return f"dim {model.dim} must be one of allowed_dims {model.allowed_dims}"
+    if model.max_input_tokens <= 0:
+        return "max_input_tokens must be positive"
+    return None
+
+
+def _parse_catalog(raw: object, path: Path) -> tuple[CatalogModel, ...]:
+    return parse_models(raw, path, _build, _check)
 
 
 def find_model(provider: str, model: str, dim: int | None = None) -> CatalogModel:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from sluice.embedding.catalog import catalog_path, load_cached
+from sluice.embedding.catalog import catalog_path, load_cached, parse_models
 
 CHAT_CATALOG_FILENAME = "chat_models.json"
 CHAT_PROVIDERS = ("openai", "bedrock")
@@ -44,35 +45,25 @@ def vision_models() -> list[ChatCatalogModel]:
     return [m for m in load_chat_catalog() if m.vision]
 
 
+def _build(entry: dict[str, Any]) -> ChatCatalogModel:
+    return ChatCatalogModel(
+        provider=str(entry["provider"]), model=str(entry["model"]), vision=bool(entry["vision"]),
+        max_image_side=int(entry.get("max_image_side", 1568)),
+        max_image_bytes=int(entry.get("max_image_bytes", 3_750_000)),
+        description=str(entry.get("description", "")),
+    )
+
+
+def _check(model: ChatCatalogModel) -> str | None:
+    if model.provider not in CHAT_PROVIDERS:
+        return f"unknown provider {model.provider!r}"
+    if not _MIN_SIDE <= model.max_image_side <= _MAX_SIDE or model.max_image_bytes < 10_000:
+        return f"max_image_side must be {_MIN_SIDE}..{_MAX_SIDE} and max_image_bytes at least 10,000"
+    return None
+
+
 def _parse(raw: object, path: Path) -> tuple[ChatCatalogModel, ...]:
-    # A malformed catalog is a broken deployment: it fails loudly, never drops a model in use.
-    if not isinstance(raw, list):
-        raise ValueError(f"{path}: the catalog must be a JSON list of models")
-    models: list[ChatCatalogModel] = []
-    seen: set[tuple[str, str]] = set()
-    for position, entry in enumerate(raw):
-        where = f"{path}[{position}]"
-        if not isinstance(entry, dict):
-            raise ValueError(f"{where}: each model must be an object")
-        try:
-            model = ChatCatalogModel(
-                provider=str(entry["provider"]), model=str(entry["model"]), vision=bool(entry["vision"]),
-                max_image_side=int(entry.get("max_image_side", 1568)),
-                max_image_bytes=int(entry.get("max_image_bytes", 3_750_000)),
-                description=str(entry.get("description", "")),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{where}: {exc!r}") from exc
-        if model.provider not in CHAT_PROVIDERS:
-            raise ValueError(f"{where}: unknown provider {model.provider!r}")
-        if not _MIN_SIDE <= model.max_image_side <= _MAX_SIDE or model.max_image_bytes < 10_000:
-            raise ValueError(f"{where}: max_image_side must be {_MIN_SIDE}..{_MAX_SIDE} and max_image_bytes "
-                             "at least 10,000")
-        if (model.provider, model.model) in seen:
-            raise ValueError(f"{where}: {model.provider}/{model.model} is listed twice")
-        seen.add((model.provider, model.model))
-        models.append(model)
-    return tuple(models)
+    return parse_models(raw, path, _build, _check)
 
 
 def find_chat_model(provider: str, model: str) -> ChatCatalogModel | None:
