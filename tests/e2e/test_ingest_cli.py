@@ -65,10 +65,6 @@ def sample_folder(root: Path) -> dict[str, bytes]:
     return sent
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "quarantined, an open bug: twice in loaded runs one file's outcome was not its own (policy.pdf not "
-    "listed; broken.pdf done with 1 chunk while it cannot parse), with unique storage keys; under "
-    "investigation, see the stop 23 closing note"))
 def test_a_folder_is_sent_followed_and_a_second_run_sends_nothing(runtime, client_for, limits, tmp_path):
     limits(UPLOAD_RATE_PER_MINUTE="100")
     user = f"ingest_{uuid.uuid4().hex[:6]}"

@@ -9,11 +9,14 @@ import socket
 import stat
 import subprocess
 import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
 from sluice.local.tokens import SECRET_FILE, mint
+from tests.e2e.test_upload_to_search import wait_done
 
 pytestmark = pytest.mark.e2e
 
@@ -100,3 +103,28 @@ def test_tokens_that_are_forged_unsigned_expired_or_incomplete_are_401(runtime):
     assert httpx.get(f"{runtime.api_url}/kb", headers=spoof).status_code == 401
     signed = jwt.encode(good, secret, algorithm="HS256")
     assert httpx.get(f"{runtime.api_url}/kb", headers={"Authorization": f"Bearer {signed}"}).status_code == 200
+
+
+def test_uploads_sent_at_once_each_keep_their_own_name_and_bytes(runtime, client_for):
+    # The gateway runs a function's environments as threads of one process; Powertools keeps the
+    # event being handled on a class, so two requests at once read one another's (seen in CI: a file
+    # came back done with another's chunks). Each upload must keep its own name and its own bytes.
+    api = client_for(f"pairs_{uuid.uuid4().hex[:6]}")
+    kb = api.post("/kb", json={"name": "Pairs"}).json()
+    names = [f"note-{i:02d}.txt" for i in range(8)]  # under the upload rate limit (10 a minute)
+
+    def send(name: str) -> dict:
+        body = f"This note is {name} and nothing else: marker {name.replace('.', '-')}.".encode()
+        resp = api.post(f"/kb/{kb['id']}/documents", files={"file": (name, body)})
+        assert resp.status_code == 202, resp.text
+        return resp.json()
+
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        accepted = dict(zip(names, pool.map(send, names), strict=True))
+
+    assert {name: body["filename"] for name, body in accepted.items()} == {name: name for name in names}
+    for name, body in accepted.items():
+        doc = wait_done(api, body["id"])
+        assert (doc["status"], doc["filename"]) == ("done", name), doc
+        text = api.get(f"/rag/documents/{body['id']}/content").json()["content"]
+        assert f"marker {name.replace('.', '-')}." in text and text.count("marker") == 1, (name, text)
