@@ -12,6 +12,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, File, Query, UploadFile
 
+from sluice.api.forms import fit_a_direct_upload
 from sluice.api.http import build_resolver, principal, respond
 from sluice.api.responses import accepted, created, no_content
 from sluice.api.views_chat import (
@@ -27,7 +28,6 @@ from sluice.api.views_chat import (
 from sluice.chat import files
 from sluice.chat.files import PresignChatFile
 from sluice.config import DATABASE, get_settings
-from sluice.errors import FileTooLargeError
 from sluice.observability import http_handler
 from sluice.wiring import chat_resources
 
@@ -40,13 +40,8 @@ app = build_resolver()
           responses=created(ChatFileOut))
 def upload_file(file: Annotated[UploadFile, File(description="The file.")]) -> Response[ChatFileOut]:
     p = principal(app)
-    settings = get_settings()
-    limit = min(settings.direct_upload_max_bytes, settings.chat_max_upload_bytes)
-    if len(file.content) > limit:
-        raise FileTooLargeError(
-            f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger chat files "
-            f"(up to {settings.chat_max_upload_size_mb} MB) use POST /files/uploads.",
-            details={"limit_bytes": limit})
+    fit_a_direct_upload(file.content, ceiling_mb=get_settings().chat_max_upload_size_mb,
+                        presigned_route="/files/uploads", larger="chat files")
     row = files.upload(chat_resources(), p, file.filename or "file", file.content)
     return respond(201, chat_file_view(row))
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, File, Form, UploadFile
 
-from sluice.api.forms import document_fields
+from sluice.api.forms import document_fields, fit_a_direct_upload
 from sluice.api.http import build_resolver, principal, respond
 from sluice.api.responses import accepted
 from sluice.api.views import AcceptedOut, PresignedAcceptedOut, accepted_view, presigned_view
@@ -19,7 +19,6 @@ from sluice.api.views_pools import (
     shared_presigned_view,
 )
 from sluice.config import DATABASE, get_settings
-from sluice.errors import FileTooLargeError
 from sluice.ingest.uploads import (
     PresignRequest,
     SharePresignRequest,
@@ -45,23 +44,12 @@ def upload_document(
     ingestion: Annotated[str | None, Form(description="A JSON object of chunking settings for this document.")] = None,
 ) -> Response[AcceptedOut]:
     p = principal(app)
-    _fits_a_direct_upload(file.content, "/kb/{kb_id}/uploads")
+    fit_a_direct_upload(file.content, ceiling_mb=get_settings().max_upload_size_mb,
+                        presigned_route="/kb/{kb_id}/uploads")
     fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
                              document_date=document_date, ingestion=ingestion)
     taken = accept_direct_upload(intake(), p, kb_id, file.filename or "file", file.content, fields)
     return respond(202, accepted_view(taken))
-
-
-def _fits_a_direct_upload(content: bytes, presigned_route: str) -> None:
-    """Refuse a direct upload over the direct limit, naming the presigned route that takes it."""
-    settings = get_settings()
-    limit = min(settings.direct_upload_max_bytes, settings.max_upload_bytes)
-    if len(content) > limit:
-        raise FileTooLargeError(
-            f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger files "
-            f"(up to {settings.max_upload_size_mb} MB) use POST {presigned_route}.",
-            details={"limit_bytes": limit},
-        )
 
 
 @app.post("/kb/<kb_id>/uploads", summary="Ask for a presigned POST straight to storage (up to the ceiling)",
@@ -90,7 +78,7 @@ def share_document(
     ingestion: Annotated[str | None, Form(description="A JSON object of chunking settings for this document.")] = None,
 ) -> Response[SharedAcceptedOut]:
     p = principal(app)
-    _fits_a_direct_upload(file.content, "/pools/uploads")
+    fit_a_direct_upload(file.content, ceiling_mb=get_settings().max_upload_size_mb, presigned_route="/pools/uploads")
     fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
                              document_date=document_date, ingestion=ingestion)
     taken = accept_shared_upload(intake(), p, recipients_field(recipients), file.filename or "file", file.content,

@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from sluice.api.http import check_json_values, validate
-from sluice.errors import ValidationError
+from sluice.config import get_settings
+from sluice.errors import FileTooLargeError, ValidationError
 from sluice.ingest.uploads import DocumentFields
 
 
@@ -21,3 +22,15 @@ def document_fields(**raw: str | None) -> DocumentFields:
                                   fields={"ingestion": "Not valid JSON."}) from None
     check_json_values(out)
     return validate(DocumentFields, out)
+
+
+def fit_a_direct_upload(content: bytes, *, ceiling_mb: int, presigned_route: str, larger: str = "files") -> None:
+    """Refuse a file in the request over the direct-upload limit (or over the ceiling, when that is
+    lower), naming the presigned route that takes ``larger`` ones up to ``ceiling_mb``."""
+    limit = min(get_settings().direct_upload_max_bytes, ceiling_mb * 1024 * 1024)
+    if len(content) > limit:
+        raise FileTooLargeError(
+            f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger {larger} "
+            f"(up to {ceiling_mb} MB) use POST {presigned_route}.",
+            details={"limit_bytes": limit},
+        )
