@@ -201,6 +201,11 @@ def drain(api, kb: dict, accepted: dict, timeout: float) -> tuple[dict[str, dict
                 final[doc_id] = doc
                 pending.discard(doc_id)
         time.sleep(1.0)
+    # An archive's members are documents of their own, made while it parses: wait for them too, or
+    # the verification counts a base that is still changing.
+    while time.perf_counter() - started < timeout and \
+            api.get(f"/kb/{kb['id']}/ingestion").json()["processing_count"]:
+        time.sleep(1.0)
     for doc_id in pending:
         final[doc_id] = {"status": "processing"}
     return final, time.perf_counter() - started

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import pytest
 
 from sluice.chat import arrivals, worker
@@ -21,7 +20,7 @@ from sluice.embedding.tokens import bundled_token_counter
 from sluice.identity import Principal
 from sluice.ingest.uploads import Intake
 from sluice.llm import ChatModel
-from sluice.storage import ObjectStore
+from tests.integration.moto_bucket import Bucket
 
 ALICE = Principal(user_id="alice", org_id=None, permissions=frozenset(), is_app_admin=False)
 MALLORY = Principal(user_id="mallory", org_id=None, permissions=frozenset(), is_app_admin=False)
@@ -36,9 +35,7 @@ def local_embedder():
 @dataclass
 class ChatHarness:
     res: ChatResources
-    s3: Any
-    bucket: str
-    key_id: str
+    moto: Bucket
     jobs: list[dict[str, Any]] = field(default_factory=list)
     model: ChatModel | None = None
 
@@ -65,8 +62,7 @@ class ChatHarness:
             arrivals.on_dead_letter(self.res, json.dumps(message))
 
     def keys(self, prefix: str) -> list[str]:
-        listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=prefix)
-        return [o["Key"] for o in listed.get("Contents", [])]
+        return self.moto.keys(prefix)
 
     def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         with transaction() as conn:
@@ -80,30 +76,18 @@ class ChatHarness:
 
 
 @pytest.fixture
-def chat(db_url, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatHarness]:
-    from moto import mock_aws
+def chat(db_url, bucket: Bucket) -> ChatHarness:
+    settings = get_settings().model_copy(update={"embed_batch_size": 16})
+    harness: ChatHarness
 
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        key_id = boto3.client("kms", region_name="us-east-1").create_key()["KeyMetadata"]["KeyId"]
-        bucket = "sluice-chat-test"
-        s3.create_bucket(Bucket=bucket)
-        store = ObjectStore(s3, bucket, key_id)
-        settings = get_settings().model_copy(update={"embed_batch_size": 16})
-        harness: ChatHarness
+    def intake() -> Intake:
+        return Intake(uow=transaction, store=bucket.store, settings=harness.res.settings)
 
-        def intake() -> Intake:
-            return Intake(uow=transaction, store=store, settings=harness.res.settings)
-
-        res = ChatResources(uow=transaction, store=store, settings=settings, embedder=local_embedder,
-                            tokens=bundled_token_counter, chat_model=lambda: harness.model,
-                            send_job=lambda message: harness.jobs.append(message), intake=intake)
-        harness = ChatHarness(res, s3, bucket, key_id)
-        yield harness
+    res = ChatResources(uow=transaction, store=bucket.store, settings=settings, embedder=local_embedder,
+                        tokens=bundled_token_counter, chat_model=lambda: harness.model,
+                        send_job=lambda message: harness.jobs.append(message), intake=intake)
+    harness = ChatHarness(res, bucket)
+    return harness
 
 
 def words(n: int, topic: str = "harbour") -> str:

@@ -33,8 +33,8 @@ def test_a_direct_upload_is_parsed_stored_encrypted_and_recorded(chat):
     assert row.preview == "Quarterly notes\nRevenue rose 4%.\nCosts fell."
     assert row.size == len(text.encode()) and row.status == "ready" and row.message_id is None
     assert re.fullmatch(r"chat/alice/[0-9a-f-]{36}_notes\.md", row.storage_path)
-    head = chat.s3.head_object(Bucket=chat.bucket, Key=row.storage_path)
-    assert head["ServerSideEncryption"] == "aws:kms" and chat.key_id in head["SSEKMSKeyId"]
+    head = chat.moto.s3.head_object(Bucket=chat.moto.name, Key=row.storage_path)
+    assert head["ServerSideEncryption"] == "aws:kms" and chat.moto.key_id in head["SSEKMSKeyId"]
     stored = chat.rows("SELECT parsed_content FROM chat_files WHERE id = %s", row.id)[0]
     assert stored["parsed_content"] == text
 
@@ -79,8 +79,8 @@ def test_the_chat_ceiling_is_counted_on_the_bytes(chat):
 def _post(upload: dict, name: str, data: bytes, chat) -> None:
     # moto has no HTTP endpoint here: the POST's object is what S3 would write for it.
     key = upload["fields"]["key"]
-    chat.s3.put_object(Bucket=chat.bucket, Key=key, Body=data, ServerSideEncryption="aws:kms",
-                       SSEKMSKeyId=chat.key_id)
+    chat.moto.s3.put_object(Bucket=chat.moto.name, Key=key, Body=data, ServerSideEncryption="aws:kms",
+                       SSEKMSKeyId=chat.moto.key_id)
     chat.jobs.append({"Records": [{"eventName": "ObjectCreated:Post",
                                    "s3": {"object": {"key": key, "size": len(data)}}}]})
 
@@ -98,11 +98,11 @@ def test_a_presigned_upload_keeps_its_first_checked_arrival_only(chat):
     row = files.get_file(chat.res, ALICE, taken.file.id)
     assert row.status == "ready" and row.preview == "First minutes\nagreed"
     assert chat.keys("chat-incoming/") == []
-    original = chat.s3.get_object(Bucket=chat.bucket, Key=row.storage_path)["Body"].read()
+    original = chat.moto.s3.get_object(Bucket=chat.moto.name, Key=row.storage_path)["Body"].read()
     # AND a replay of the POST with other bytes replaces nothing
     _post(taken.upload, "minutes.txt", b"Forged minutes", chat)
     chat.run_jobs()
-    assert chat.s3.get_object(Bucket=chat.bucket, Key=row.storage_path)["Body"].read() == original
+    assert chat.moto.s3.get_object(Bucket=chat.moto.name, Key=row.storage_path)["Body"].read() == original
     assert files.get_file(chat.res, ALICE, taken.file.id).preview == "First minutes\nagreed"
     assert chat.keys("chat-incoming/") == []
 

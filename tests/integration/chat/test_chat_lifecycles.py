@@ -116,8 +116,8 @@ def test_registering_copies_an_indexed_attachment_into_a_base_where_it_outlives_
     doc = accepted.document
     assert doc.kb_id == mine.id and doc.filename == "report.pdf" and doc.source == "upload"
     assert doc.storage_path.startswith(f"rag/{mine.collection_name}/")
-    original = chat.s3.get_object(Bucket=chat.bucket, Key=f.storage_path)["Body"].read()
-    assert chat.s3.get_object(Bucket=chat.bucket, Key=doc.storage_path)["Body"].read() == original
+    original = chat.moto.s3.get_object(Bucket=chat.moto.name, Key=f.storage_path)["Body"].read()
+    assert chat.moto.s3.get_object(Bucket=chat.moto.name, Key=doc.storage_path)["Body"].read() == original
     with pytest.raises(ConflictError):
         attachments.register(chat.res, ALICE, cid, str(att.id), str(mine.id))
     listed = attachments.list_attachments(chat.res, ALICE, cid)
@@ -200,7 +200,7 @@ def test_after_a_local_restart_files_whose_objects_are_gone_answer_a_clear_error
     scan = files.upload(chat.res, ALICE, "scan.pdf", report_pdf(2))
     # WHEN the runtime starts again on the same database, with an empty store
     for key in chat.keys(""):
-        chat.s3.delete_object(Bucket=chat.bucket, Key=key)
+        chat.moto.s3.delete_object(Bucket=chat.moto.name, Key=key)
     assert fail_lost_files(transaction) == 4
 
     for f in (report, notes, pending, scan):

@@ -89,7 +89,7 @@ def test_a_presigned_chat_upload_that_never_arrived_or_was_never_checked_fails(f
     landed = files.presign(chat.res, ALICE, PresignChatFile(filename="landed.txt"))
     recent = files.presign(chat.res, ALICE, PresignChatFile(filename="recent.txt"))
     key = landed.upload["fields"]["key"]
-    chat.s3.put_object(Bucket=chat.bucket, Key=key, Body=b"arrived, notice lost")
+    chat.moto.s3.put_object(Bucket=chat.moto.name, Key=key, Body=b"arrived, notice lost")
     idle(chat, "chat_files", never.file.id, "created_at")
     idle(chat, "chat_files", landed.file.id, "created_at")
 

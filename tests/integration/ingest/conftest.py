@@ -4,11 +4,9 @@ with a fake embedding provider (fakes are for the provider, never for the databa
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import pytest
 
 from sluice.config import get_settings
@@ -20,8 +18,9 @@ from sluice.ingest.events import ObjectEvent
 from sluice.ingest.routing import on_ingest_item, on_stage_artifact
 from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import DocumentFields, Intake, accept_direct_upload
-from sluice.storage import ObjectStore, stage_key
+from sluice.storage import stage_key
 from tests.fakes import DIM, FakeEmbedder
+from tests.integration.moto_bucket import Bucket
 
 ALICE = Principal(user_id="alice", org_id=None, permissions=frozenset(), is_app_admin=False)
 
@@ -31,9 +30,7 @@ class Harness:
     ctx: StageContext
     embedder: FakeEmbedder
     kb: KnowledgeBase
-    s3: Any
-    bucket: str
-    key_id: str
+    moto: Bucket
     delivered: list[tuple[str, Any]] = field(default_factory=list)
 
     def intake(self) -> Intake:
@@ -47,9 +44,7 @@ class Harness:
 
     # The messages each stage's queue would carry.
     def object_event(self, key: str, *, created: bool = True) -> ObjectEvent:
-        head = self.ctx.store.head(key)
-        return ObjectEvent(key=key, created=created, etag=head.etag if head else None,
-                           size=head.size if head else None, sequencer=None)
+        return self.moto.event(key, created=created)
 
     def parse_message(self, doc_id: uuid.UUID) -> tuple[str, Any]:
         from sluice.db import documents as doc_repo
@@ -98,37 +93,24 @@ class Harness:
             return store.count_chunks(conn, self.kb.collection_name, doc_id)
 
     def keys(self, prefix: str) -> list[str]:
-        listed = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=prefix)
-        return [o["Key"] for o in listed.get("Contents", [])]
+        return self.moto.keys(prefix)
 
 
 @pytest.fixture
-def harness(db_url, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
-    from moto import mock_aws
-
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        key_id = boto3.client("kms", region_name="us-east-1").create_key()["KeyMetadata"]["KeyId"]
-        bucket = "sluice-test"
-        s3.create_bucket(Bucket=bucket)
-        embedder = FakeEmbedder()
-        settings = get_settings().model_copy(update={"embed_batch_size": 2})
-        ctx = StageContext(uow=transaction, store=ObjectStore(s3, bucket, key_id), settings=settings,
-                           embedder_for=lambda spec: embedder)
-        kb = KnowledgeBase(
-            id=uuid.uuid4(), name="Handbook", collection_name=f"handbook_{uuid.uuid4().hex[:6]}",
-            scope="personal", owner_id="alice", org_id=None, is_default=False, description="",
-            embedding_provider="local", embedding_model="all-MiniLM-L6-v2", embedding_dim=DIM,
-            embedding_base_url=None, embedding_secret_id=None, ingestion_config={"chunk_size": 300},
-            created_by="alice",
-        )
-        with transaction() as conn:
-            kb = kb_repo.insert(conn, kb)
-        yield Harness(ctx, embedder, kb, s3, bucket, key_id)
+def harness(db_url, bucket: Bucket) -> Harness:
+    embedder = FakeEmbedder()
+    settings = get_settings().model_copy(update={"embed_batch_size": 2})
+    ctx = StageContext(uow=transaction, store=bucket.store, settings=settings, embedder_for=lambda spec: embedder)
+    kb = KnowledgeBase(
+        id=uuid.uuid4(), name="Handbook", collection_name=f"handbook_{uuid.uuid4().hex[:6]}",
+        scope="personal", owner_id="alice", org_id=None, is_default=False, description="",
+        embedding_provider="local", embedding_model="all-MiniLM-L6-v2", embedding_dim=DIM,
+        embedding_base_url=None, embedding_secret_id=None, ingestion_config={"chunk_size": 300},
+        created_by="alice",
+    )
+    with transaction() as conn:
+        kb = kb_repo.insert(conn, kb)
+    return Harness(ctx, embedder, kb, bucket)
 
 
 def paragraphs(n: int, topic: str = "rotation") -> bytes:

@@ -18,13 +18,14 @@ def inbox_key(h, path: str = "team/handbook.txt") -> str:
 
 
 def put(h, key: str, data: bytes):
-    h.s3.put_object(Bucket=h.bucket, Key=key, Body=data, ServerSideEncryption="aws:kms", SSEKMSKeyId=h.key_id)
+    h.moto.s3.put_object(Bucket=h.moto.name, Key=key, Body=data, ServerSideEncryption="aws:kms",
+                         SSEKMSKeyId=h.moto.key_id)
     return h.object_event(key)
 
 
 def rows(h, key: str):
     with transaction() as conn:
-        return doc_repo.by_address(conn, h.kb.id, f"s3://{h.bucket}/{key}")
+        return doc_repo.by_address(conn, h.kb.id, f"s3://{h.moto.name}/{key}")
 
 
 def finish(h) -> None:
@@ -49,7 +50,7 @@ def test_a_drop_is_ingested_with_its_address(harness):
     finish(h)
     [doc] = rows(h, key)
     assert doc.status == "done" and doc.source == "s3_drop" and doc.filename == "handbook.txt"
-    assert doc.source_path == f"s3://{h.bucket}/{key}" and doc.kb_id == h.kb.id
+    assert doc.source_path == f"s3://{h.moto.name}/{key}" and doc.kb_id == h.kb.id
     assert h.chunk_count(doc.id) == doc.chunk_count > 0
     with transaction() as conn:
         assert {r["source_path"] for r in conn.execute(
@@ -113,7 +114,7 @@ def test_delete_removes_the_document_and_a_stale_delete_changes_nothing(harness)
     h.deliver(("ingest", h.object_event(key, created=False)))
     assert [r.id for r in rows(h, key)] == [doc.id] and h.chunk_count() == doc.chunk_count
 
-    h.s3.delete_object(Bucket=h.bucket, Key=key)
+    h.moto.s3.delete_object(Bucket=h.moto.name, Key=key)
     removed = h.object_event(key, created=False)
     h.deliver(("ingest", removed))
     assert rows(h, key) == [] and h.chunk_count() == 0
@@ -186,7 +187,7 @@ def test_an_archive_dropped_again_replaces_the_archive_and_its_members_and_delet
     assert h.keys(b_member.storage_path) == []
 
     # deleting the archive removes it and every member
-    h.s3.delete_object(Bucket=h.bucket, Key=key)
+    h.moto.s3.delete_object(Bucket=h.moto.name, Key=key)
     h.deliver(("ingest", h.object_event(key, created=False)))
     with transaction() as conn:
         assert doc_repo.list_for_kb(conn, h.kb.id, limit=50, offset=0) == []

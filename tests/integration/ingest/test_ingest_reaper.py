@@ -162,7 +162,7 @@ def test_a_presigned_upload_that_landed_but_was_never_moved_is_resumed_from_wher
     h = harness
     accepted = accept_presigned_upload(h.intake(), ALICE, str(h.kb.id), PresignRequest(filename="late.txt"))
     landed = f"incoming/{accepted.document.id}/late.txt"
-    h.s3.put_object(Bucket=h.bucket, Key=landed, Body=paragraphs(4))  # its S3 event was lost
+    h.moto.s3.put_object(Bucket=h.moto.name, Key=landed, Body=paragraphs(4))  # its S3 event was lost
     age(accepted.document.id)
 
     assert sweep(h, queues).redriven == 1

@@ -329,7 +329,7 @@ def test_an_inbox_drop_into_a_shared_pool_opens_nothing(harness: Harness):
     doc_id = share(harness, b"words", ["r1"])
     kb_id = harness.document(doc_id).kb_id
     key = f"inbox/{kb_id}/dropped.txt"
-    harness.s3.put_object(Bucket=harness.bucket, Key=key, Body=paragraphs(2))
+    harness.moto.s3.put_object(Bucket=harness.moto.name, Key=key, Body=paragraphs(2))
     harness.deliver(("ingest", harness.object_event(key)))
     with transaction() as conn:
         rows = conn.execute("SELECT count(*) AS n FROM documents WHERE kb_id = %s", (kb_id,)).fetchone()["n"]

@@ -5,11 +5,8 @@ steps run in this process (the e2e tests run them through the state machine)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-import boto3
 import pytest
 
 from sluice.config import get_settings
@@ -25,10 +22,11 @@ from sluice.ingest.routing import on_ingest_item, on_stage_artifact
 from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import DocumentFields, Intake, accept_direct_upload
 from sluice.search.service import SearchRequest, search
-from sluice.storage import ObjectStore, stage_key
+from sluice.storage import stage_key
 from sluice.teardown import TeardownContext, run_all
 from sluice.vectors import store
 from tests.fakes import DIM, FakeEmbedder
+from tests.integration.moto_bucket import Bucket
 
 EDIT = frozenset({"collections:view", "collections:edit"})
 
@@ -46,8 +44,7 @@ class World:
     stages: StageContext
     teardowns: TeardownContext
     embedder: FakeEmbedder
-    s3: Any
-    bucket: str
+    moto: Bucket
 
     # --- bases and documents --------------------------------------------------------------
     def base(self, collection: str, *, scope: str = "org", org: str | None = "acme", owner_id: str | None = None,
@@ -79,9 +76,7 @@ class World:
         return accepted.document.id
 
     def event(self, key: str) -> ObjectEvent:
-        head = self.stages.store.head(key)
-        return ObjectEvent(key=key, created=True, etag=head.etag if head else None,
-                           size=head.size if head else None, sequencer=None)
+        return self.moto.event(key)
 
     def pipeline(self, doc_id: uuid.UUID, storage_path: str) -> None:
         """What S3's events would run after an upload: each stage when (and only if) its object exists."""
@@ -106,7 +101,7 @@ class World:
     # --- what there is ----------------------------------------------------------------------
     def objects(self, prefix: str = "") -> dict[str, int]:
         found: dict[str, int] = {}
-        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+        for page in self.moto.s3.get_paginator("list_objects_v2").paginate(Bucket=self.moto.name, Prefix=prefix):
             found.update({o["Key"]: o["Size"] for o in page.get("Contents", [])})
         return found
 
@@ -151,25 +146,12 @@ class World:
 
 
 @pytest.fixture
-def world(db_url, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    from moto import mock_aws
-
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        key_id = boto3.client("kms", region_name="us-east-1").create_key()["KeyMetadata"]["KeyId"]
-        bucket = "sluice-teardown-test"
-        s3.create_bucket(Bucket=bucket)
-        embedder = FakeEmbedder()
-        settings = get_settings().model_copy(update={"embed_batch_size": 8})
-        object_store = ObjectStore(s3, bucket, key_id)
-        stages = StageContext(uow=transaction, store=object_store, settings=settings,
-                              embedder_for=lambda spec: embedder)
-        yield World(stages, TeardownContext(uow=transaction, store=object_store, settings=settings),
-                    embedder, s3, bucket)
+def world(db_url, bucket: Bucket) -> World:
+    embedder = FakeEmbedder()
+    settings = get_settings().model_copy(update={"embed_batch_size": 8})
+    stages = StageContext(uow=transaction, store=bucket.store, settings=settings, embedder_for=lambda spec: embedder)
+    return World(stages, TeardownContext(uow=transaction, store=bucket.store, settings=settings),
+                 embedder, bucket)
 
 
 def text(topic: str, paragraphs: int = 4) -> bytes:

@@ -52,7 +52,7 @@ def filed(world: World, kb, count: int) -> tuple[list[uuid.UUID], dict[str, int]
                 for i in range(CHUNKS_PER_DOC)])
             for key, body in ((original, b"original %d" % n), (content_key(doc_id), b"text"),
                               (stage_key("chunks", doc_id, 1), b"[]")):
-                world.s3.put_object(Bucket=world.bucket, Key=key, Body=body)
+                world.moto.s3.put_object(Bucket=world.moto.name, Key=key, Body=body)
                 objects[key] = len(body)
     return ids, objects
 
@@ -65,7 +65,7 @@ def test_a_big_base_goes_in_bounded_batches_and_each_thing_is_counted_once(world
     theirs, their_objects = filed(world, sibling, 2)
     for i in range(INBOX_OBJECTS):
         key = f"inbox/{kb.id}/dropped/{i:05d}.txt"
-        world.s3.put_object(Bucket=world.bucket, Key=key, Body=b"x" * (i % 7))
+        world.moto.s3.put_object(Bucket=world.moto.name, Key=key, Body=b"x" * (i % 7))
         objects[key] = i % 7
     assert len(objects) > 1_200
 
