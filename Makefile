@@ -98,9 +98,10 @@ run: install
 # database, the parse child or a queue, so two halve the wall time on two cores. The end-to-end
 # tests run after the rest, in a run of their own: each worker's session runtime keeps moto state
 # that mock_aws in the other tests would reset. `pytest -q` alone still runs everything in one process.
+# loadgroup: tests marked with one xdist_group share a worker, so a costly module fixture runs once.
 TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/unit tests/integration
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests/unit tests/integration
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/e2e
 
 lint: install

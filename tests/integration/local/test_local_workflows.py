@@ -114,6 +114,9 @@ def handler(event, context):
     return {"op": event.get("op")}
 """
 
+# One worker runs this module: its runtime starts once.
+pytestmark = pytest.mark.xdist_group("small_runtime")
+
 
 @pytest.fixture(scope="module")
 def small_runtime(pg_server, tmp_path_factory):

@@ -22,6 +22,8 @@ from sluice.local.samenv import NotExposedError, for_sam, write_state
 from sluice.local.template import load
 
 ROOT = Path(__file__).resolve().parents[3]
+# One worker runs this module: its runtime (an embedded PostgreSQL, moto, the stack) starts once.
+pytestmark = pytest.mark.xdist_group("exposed_runtime")
 
 
 @pytest.fixture(scope="module")

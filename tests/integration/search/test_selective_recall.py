@@ -39,7 +39,8 @@ from sluice.vectors.search import (
 )
 from tests.integration.search.conftest import make_base
 
-pytestmark = pytest.mark.slow
+# One worker runs this module: its collection (vectors loaded, the HNSW graph built) is made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("loaded_collection")]
 
 N, DIM, IN_SCOPE, K = 20_000, 384, 100, 10
 COLLECTION = "big"

@@ -25,6 +25,8 @@ FP32_FLOOR = 0.999
 # that catches a broken quantisation, not a claim that int8 is exact.
 INT8_WORST_FLOOR = 0.98
 INT8_MEAN_FLOOR = 0.985
+# One worker runs both tests: torch and its 100 reference vectors load once (a minute on 2 cores).
+pytestmark = pytest.mark.xdist_group("torch_reference")
 
 
 @pytest.fixture(scope="module")

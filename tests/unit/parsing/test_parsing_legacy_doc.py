@@ -18,6 +18,9 @@ from sluice.parsing import extract_isolated, legacy_word, sniff
 FIRST = ["Hundreds injured in Yemen protest.", "Security forces fired on the crowd in the capital."]
 SECOND = ["The on-call engineer rotates the signing keys every ninety days.", "Badges are grey."]
 
+# One worker runs this module: LibreOffice converts its samples once.
+pytestmark = pytest.mark.xdist_group("legacy_doc")
+
 
 @pytest.fixture(scope="module")
 def docs() -> list[bytes]:
