@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import boto3
 import psycopg
 import pytest
 from pydantic import BaseModel
@@ -26,11 +24,11 @@ from sluice.db import sync_sources as sources
 from sluice.db.connection import transaction
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.db.sync_sources import SyncSource
-from sluice.storage import ObjectStore
 from sluice.sync import tasks
 from sluice.sync.connectors import ConnectorOpener, ObjectStoreConnector, RemoteFile
 from sluice.sync.context import SyncContext
 from tests.fakes import DIM
+from tests.integration.moto_bucket import Bucket
 
 
 class MemoryConnector(ObjectStoreConnector):
@@ -98,33 +96,23 @@ class Bench:
 
 
 @pytest.fixture
-def bench(db_url, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bench]:
-    from moto import mock_aws
-
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        s3 = boto3.client("s3", region_name="us-east-1")
-        key_id = boto3.client("kms", region_name="us-east-1").create_key()["KeyMetadata"]["KeyId"]
-        s3.create_bucket(Bucket="sluice-sync-test")
-        remote = MemoryConnector({"guide.md": b"# Guide\n\nVersion one of the guide.\n"})
-        settings = get_settings().model_copy(update={"sync_await_seconds": 0})
-        ctx = SyncContext(uow=transaction, store=ObjectStore(s3, "sluice-sync-test", key_id), settings=settings,
-                          connectors=ConnectorOpener(settings, None))
-        ctx.connectors = Opener(remote)  # type: ignore[assignment]
-        kb = KnowledgeBase(
-            id=uuid.uuid4(), name="Sync", collection_name=f"sync_{uuid.uuid4().hex[:6]}", scope="org",
-            owner_id=None, org_id="acme", is_default=False, description="", embedding_provider="local",
-            embedding_model="all-MiniLM-L6-v2", embedding_dim=DIM, embedding_base_url=None,
-            embedding_secret_id=None, ingestion_config={}, created_by="t")
-        with transaction() as conn:
-            kb = kb_repo.insert(conn, kb)
-            source = sources.insert(conn, SyncSource(
-                id=uuid.uuid4(), kb_id=kb.id, name="mem", connector="memory", config={}, secret_id=None,
-                sync_mode="new_only", organizational_unit="ops", schedule=None, created_by="t"))
-        yield Bench(ctx, kb, source, remote, s3, "sluice-sync-test")
+def bench(db_url, bucket: Bucket) -> Bench:
+    remote = MemoryConnector({"guide.md": b"# Guide\n\nVersion one of the guide.\n"})
+    settings = get_settings().model_copy(update={"sync_await_seconds": 0})
+    ctx = SyncContext(uow=transaction, store=bucket.store, settings=settings,
+                      connectors=ConnectorOpener(settings, None))
+    ctx.connectors = Opener(remote)  # type: ignore[assignment]
+    kb = KnowledgeBase(
+        id=uuid.uuid4(), name="Sync", collection_name=f"sync_{uuid.uuid4().hex[:6]}", scope="org",
+        owner_id=None, org_id="acme", is_default=False, description="", embedding_provider="local",
+        embedding_model="all-MiniLM-L6-v2", embedding_dim=DIM, embedding_base_url=None,
+        embedding_secret_id=None, ingestion_config={}, created_by="t")
+    with transaction() as conn:
+        kb = kb_repo.insert(conn, kb)
+        source = sources.insert(conn, SyncSource(
+            id=uuid.uuid4(), kb_id=kb.id, name="mem", connector="memory", config={}, secret_id=None,
+            sync_mode="new_only", organizational_unit="ops", schedule=None, created_by="t"))
+    return Bench(ctx, kb, source, remote, bucket.s3, bucket.name)
 
 
 def finish_indexing(doc_id: uuid.UUID) -> None:
