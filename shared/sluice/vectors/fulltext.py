@@ -9,8 +9,9 @@ The query is the OR of the search text's lexemes in that language: any one share
 chunk a candidate, and the rank favours chunks sharing more of them. A lexeme that most chunks
 hold says nothing about which to prefer and would make the text side rank most of the table, so a
 lexeme the collection's statistics (``pg_stats.most_common_elems``, kept by ANALYZE) find in more
-than ``COMMON_LEXEME_SHARE`` of its chunks is left out; a text made only of such lexemes, of stop
-words or of symbols has no text side, and the search is the vector side alone.
+than ``COMMON_LEXEME_SHARE`` of its chunks, or in more than ``COMMON_LEXEME_ROWS`` of them, is left
+out; a text made only of such lexemes, of stop words or of symbols has no text side, and the search
+is the vector side alone.
 """
 
 from __future__ import annotations
@@ -33,8 +34,15 @@ _COLUMN_CONFIG = re.compile(r"to_tsvector\('([a-z_][a-z0-9_]*)'::regconfig")
 # SciFact, union pool of 100 a side, english, first 10 after the gate (bench/retrieval_quality.py,
 # 2026-12-01): nDCG@10 0.6898 leaving out lexemes in over 1% of chunks, 0.7097 over 5%, 0.7098 over
 # 20%, 0.7133 keeping every lexeme. 5% costs 0.004 against keeping all and bounds the text side's
-# work: no lexeme of the query makes it rank more than 5% of a collection (50,000 rows of 1M).
+# work: no lexeme of the query makes it rank more than 5% of a collection.
 COMMON_LEXEME_SHARE = 0.05
+# 5% of a large collection is still many rows to rank: bench/search_latency.py at 1,000,000 chunks
+# (2026-12-01) measured the union's p95 at +156 ms unfiltered and +220 ms at 50% over the vector side
+# alone, with lexemes in up to 50,000 rows kept. So no lexeme may make the text side rank more than
+# 5,000 rows (5% of 100,000): nothing changes up to 100,000 chunks (SciFact's 5,183 included), and a
+# larger collection's text side costs what a 100,000-chunk one's does. What it leaves out there is a
+# word in over 5,000 chunks, which the vector side's meaning covers better than a rank over it.
+COMMON_LEXEME_ROWS = 5_000
 
 
 def text_search_languages(conn: Connection) -> list[str]:
@@ -118,13 +126,14 @@ NO_TEXT = TextQuery(None)
 def text_query(conn: Connection, collection: str, language: str, text: str,
                common_share: float | None = None) -> TextQuery:
     """The OR of ``text``'s lexemes in ``language``, less those in over ``common_share`` (by default
-    ``COMMON_LEXEME_SHARE``) of the chunks."""
+    ``COMMON_LEXEME_SHARE``) of the chunks or in over ``COMMON_LEXEME_ROWS`` of them."""
     common_share = COMMON_LEXEME_SHARE if common_share is None else common_share
     if not text.strip():
         return NO_TEXT
     row = conn.execute(
         """SELECT tsvector_to_array(to_tsvector(%(cfg)s::regconfig, %(text)s)) AS lexemes,
-                  s.most_common_elems::text::text[] AS common, s.most_common_elem_freqs AS shares
+                  s.most_common_elems::text::text[] AS common, s.most_common_elem_freqs AS shares,
+                  (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(t)s)) AS chunks
              FROM (SELECT 1) AS one
              LEFT JOIN pg_stats s ON s.schemaname = ANY(current_schemas(false)) AND s.tablename = %(t)s
                                  AND s.attname = 'content_tsv'""",
@@ -135,6 +144,9 @@ def text_query(conn: Connection, collection: str, language: str, text: str,
     # most_common_elem_freqs ends with three summary numbers past one share per element; zip drops them.
     share = dict(zip(row["common"] or [], row["shares"] or [], strict=False))
     lexemes = tuple(row["lexemes"])
+    chunks = float(row["chunks"] or 0)  # ANALYZE's estimate; -1 or 0 before the first one
+    if chunks > 0:
+        common_share = min(common_share, COMMON_LEXEME_ROWS / chunks)
     kept = tuple(lx for lx in lexemes if share.get(lx, 0.0) <= common_share)
     dropped = tuple(lx for lx in lexemes if lx not in kept)
     if not kept:

@@ -142,3 +142,25 @@ def test_a_spanish_base_finds_the_plural_for_the_singular(conn):
     assert spanish[docs[0]][0] > 0 and "text" in spanish[docs[0]][1]
     assert spanish[docs[1]][0] == 0
     assert top("canciones_simple")[docs[0]][0] == 0  # unstemmed, "canción" is not "canciones"
+
+
+def test_a_lexeme_held_by_too_many_chunks_is_left_out_by_share_and_by_count(conn, monkeypatch):
+    # GIVEN 2,000 chunks: "harbour" in 10% of them, "lantern" in 4%, "quay" in 1%, "zx81" in one
+    collection = "common_words"
+    store.ensure_table(conn, collection, 8)
+    kb = make_base(conn, collection)
+    texts = [" ".join(["note"] + [word for word, every in (("harbour", 10), ("lantern", 25), ("quay", 100))
+                                  if i % every == 0] + (["zx81"] if i == 7 else [])) for i in range(2000)]
+    write(conn, kb, texts, [unit([1, i % 7, 0, 0, 0, 0, 0, 0]) for i in range(2000)])
+    conn.execute(f"ANALYZE rag_{collection}")  # the statistics the cut reads, as autovacuum keeps them
+
+    def kept(text: str) -> tuple[str, ...]:
+        query = text_query(conn, collection, "simple", text)
+        return tuple(lx for lx in query.lexemes if lx not in query.dropped)
+
+    # THEN by share: a lexeme in over 5% of the chunks says nothing about which to prefer
+    assert kept("harbour lantern quay zx81") == ("lantern", "quay", "zx81")
+    # AND by count: in a large collection, 5% is many rows to rank; no lexeme may make the text side
+    # rank more than COMMON_LEXEME_ROWS of them (here lowered to 50, as if the table were 40x larger)
+    monkeypatch.setattr("sluice.vectors.fulltext.COMMON_LEXEME_ROWS", 50)
+    assert kept("harbour lantern quay zx81") == ("quay", "zx81")
