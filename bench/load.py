@@ -240,6 +240,7 @@ def verify(api, kb: dict, accepted: dict, final: dict[str, dict]) -> list[list[o
     uploaded = [d for d in listed if d["source_path"] is None]
     rows.append(["listed but never accepted", len({d["id"] for d in uploaded} - set(accepted) - SEEDED), ""])
     ingestion = api.get(f"/kb/{kb['id']}/ingestion").json()
+    rows.append(["documents ingested (archive members and seed included)", ingestion["document_count"], ""])
     chunk_sum = sum(d["chunk_count"] for d in listed if d["status"] == "done")
     rows.append(["base chunk count = sum of its documents'", ingestion["chunk_count"] == chunk_sum,
                  f"{ingestion['chunk_count']} vs {chunk_sum}"])
