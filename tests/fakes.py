@@ -60,10 +60,31 @@ class FakeOpenAI(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: FakeOpenAI
+class _JsonHandler(BaseHTTPRequestHandler):
+    """A fake server's handler: HTTP/1.1 keep-alive, JSON answers, no log lines."""
+
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # no delayed-ACK wait between the headers and the body
+
+    def answer(self, reply: Reply, payload: Any) -> None:
+        raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        try:
+            self.send_response(reply.status)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up waiting, which is what a timeout test wants
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _Handler(_JsonHandler):
+    server: FakeOpenAI
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -82,20 +103,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload: Any = {"object": "list", "data": data, "model": body["model"]}
         else:
             payload = reply.body
-        raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-        try:
-            self.send_response(reply.status)
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up waiting, which is what a timeout test wants
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(reply, payload)
 
 
 @contextmanager
@@ -205,10 +213,8 @@ class FakeChatServer(ThreadingHTTPServer):
         return "other"
 
 
-class _ChatHandler(BaseHTTPRequestHandler):
+class _ChatHandler(_JsonHandler):
     server: FakeChatServer
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # no delayed-ACK wait between the headers and the body
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -245,20 +251,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
                                          "message": {"role": "assistant", "content": content}}]}
         else:
             payload = reply.body if reply.body is not None else {"error": {"message": "scripted failure"}}
-        raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-        try:
-            self.send_response(reply.status)
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer(reply, payload)
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:
