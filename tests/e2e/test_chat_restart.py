@@ -35,7 +35,8 @@ class LocalUp:
         sluice = Path(sys.executable).with_name("sluice")
         self.process = subprocess.Popen(
             [str(sluice), "local", "up", "--port", str(self.port), "--data-dir", str(data_dir)],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)  # its own process group, so kill() takes its PostgreSQL along
         self.lines: queue.Queue[str] = queue.Queue()
         self.output: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -57,6 +58,12 @@ class LocalUp:
             if line.startswith("Sluice API:"):
                 return line.split(":", 1)[1].strip()
         raise AssertionError("sluice local up did not start:\n" + "".join(self.output[-50:]))
+
+    def kill(self) -> None:
+        """The stack dies where it stands (SIGKILL to its group), as a killed Lambda would."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -100,7 +107,8 @@ def test_a_restart_mid_summary_leaves_the_attachment_failed_with_the_reason(tmp_
                 time.sleep(0.3)
             assert listed["label"].startswith("summarizing 0/")
         finally:
-            first.stop()
+            # Killed, not stopped: a graceful stop waited up to a minute for the held model call.
+            first.kill()
             server.hold.set()
 
         second = LocalUp(tmp_path, env)
@@ -118,3 +126,5 @@ def test_a_restart_mid_summary_leaves_the_attachment_failed_with_the_reason(tmp_
             assert refused.status_code == 409 and OBJECTS_RESET in refused.json()["error"]["message"]
         finally:
             second.stop()
+        # The second stack adopted the PostgreSQL the killed one left running, and stopping it stops that too.
+        assert not (tmp_path / "pgdata" / "postmaster.pid").exists(), "".join(second.output[-20:])

@@ -67,4 +67,6 @@ def test_a_document_in_flight_when_the_stack_is_killed_is_an_error_with_a_senten
         assert (doc["status"], doc["error_message"]) == ("error", LOCAL_RESET)
         assert api.get(f"/kb/{kb['id']}/ingestion").json()["indexing_status"] == "complete"
     finally:
-        kill(second)
+        second.send_signal(signal.SIGTERM)  # Ctrl-C's stop: it stops the PostgreSQL the killed stack left running
+        second.wait(timeout=90)
+    assert not (data / "pgdata" / "postmaster.pid").exists(), "the embedded PostgreSQL outlived both stacks"
