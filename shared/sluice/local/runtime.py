@@ -4,7 +4,6 @@ template.yaml, the SQS pumps and the HTTP gateway, in one process (DESIGN "The l
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import socket
@@ -19,6 +18,7 @@ from typing import Any
 
 from sluice.local.gateway import LOOPBACK_HOSTS, Gateway
 from sluice.local.instances import Instances
+from sluice.local.pgdata import forget_dead_handles
 from sluice.local.pump import QueuePump
 from sluice.local.template import ACCOUNT, REGION, FunctionDef, Resolver, Template, function_environment, parse
 from sluice.local.tokens import dev_secret
@@ -65,32 +65,6 @@ class LambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
-
-
-
-def forget_dead_handles(pgdata: Path) -> None:
-    """pgserver stops its server when the last process holding it lets go, and counts them by pid in
-    ``.handle_pids.json``. A killed ``sluice local up`` never takes its pid out, so the next one adopts
-    the server it left running and, on stop, leaves it running for good. The pids of processes that
-    are gone are dropped first."""
-    handles = pgdata / ".handle_pids.json"
-    try:
-        pids = json.loads(handles.read_text())
-    except (FileNotFoundError, ValueError):
-        return
-    alive = [pid for pid in pids if _running(pid)]
-    if alive != pids:
-        handles.write_text(json.dumps(alive))
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 class LocalRuntime:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sluice.local.runtime import forget_dead_handles
+from sluice.local.pgdata import forget_dead_handles
 
 
 def test_the_pids_of_processes_that_are_gone_are_dropped_and_the_living_kept(tmp_path: Path) -> None:
