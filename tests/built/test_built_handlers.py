@@ -251,3 +251,17 @@ def test_chat_files_conversations_arrivals_and_attachments_from_the_build(stack,
     context = call(invoke_built, "ChatFunction", "POST", f"/conversations/{cid}/context", 200,
                    json_body={"question": PINPOINT_QUESTION})
     assert PLANTED in context["context"] and "Agreed: dredge in May" in context["context"]
+
+
+def test_an_office_container_sent_in_the_request_is_sniffed_by_the_built_uploads_function(stack, invoke_built):
+    # The uploads function checks that a file is what its name says before storing it; for an OLE2
+    # container (.msg, .doc, .xls, .ppt) that reads the container's streams with olefile, which the
+    # function must carry without the parse layer.
+    from tests.unit.parsing.parsing_samples import msg_bytes
+
+    kb = owner_client(stack).post("/kb", json={"name": "Built uploads"}).json()
+    upload = httpx.Request("POST", "http://x/", files={"file": ("note.msg", msg_bytes(
+        "Harbour board", "Agreed: dredge in May.", "clerk@example.com", "board@example.com"))})
+    taken = call(invoke_built, "UploadsFunction", "POST", f"/kb/{kb['id']}/documents", 202, user="alice",
+                 body=upload.read(), content_type=upload.headers["content-type"])
+    assert (taken["filename"], taken["status"]) == ("note.msg", "processing")
