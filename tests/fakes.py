@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import struct
 import threading
 import time
@@ -242,7 +243,7 @@ class _ChatHandler(_JsonHandler):
                 number = self.server.calls[kind]
         time.sleep(reply.sleep)
         if reply.status == 200 and reply.body is None:
-            words = " ".join(user.split("<<<", 1)[-1].split()[:12])
+            words = " ".join(re.split(r"<<<(?:BEGIN UNTRUSTED DATA [0-9a-f]+>>>)?", user, maxsplit=1)[-1].split()[:12])
             content = f"{kind} summary {number}: {words}"
             if kind == "describe" and size is not None:
                 content = self.server.descriptions.get(size, f"An image of {size[0]} by {size[1]} pixels.")

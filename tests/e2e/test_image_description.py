@@ -157,3 +157,39 @@ def test_the_setting_is_refused_with_the_field_named(runtime, client_for, vision
     resp = api.patch(f"/kb/{resp.json()['id']}", json={"ingestion_config": {
         "image_description": _setting(vision, model="amazon.nova-micro-v1:0", provider="bedrock", base_url=None)}})
     assert resp.status_code == 400 and f"{FIELD}.model" in resp.json()["error"]["details"]["fields"]
+
+
+def test_a_reader_sees_the_model_but_not_the_key_nor_the_endpoint(runtime, client_for, vision):
+    """Issue 26, finding 4: an image-description key and endpoint are a writer's business, as the
+    embedding key and endpoint are; a reader of the base sees which model describes, no more."""
+    org = f"vizorg_{uuid.uuid4().hex[:6]}"
+    writer = client_for("wren", org=org, perms=["secrets:view", "collections:view", "collections:edit"])
+    reader = client_for("rudy", org=org, perms=["collections:view"])
+    sm = boto3.client("secretsmanager", endpoint_url=runtime.moto_url, region_name="us-east-1")
+    key = sm.create_secret(Name=f"vision-{uuid.uuid4().hex[:8]}", SecretString=json.dumps({"api_key": "sk-z"}),
+                           Tags=[{"Key": "sluice:provider", "Value": "openai"},
+                                 {"Key": "sluice:org_id", "Value": org}])["ARN"]
+    resp = writer.post("/kb", json={"name": "Described", "scope": "org", "ingestion_config": {
+        "chunk_size": 300, "image_description": _setting(vision, secret_id=key)}})
+    assert resp.status_code == 201, resp.text
+    kb = resp.json()
+    whole = {"enabled": True, "provider": "openai", "model": "gpt-4o-mini", "base_url": vision.base_url,
+             "secret_id": key}
+    assert kb["ingestion_config"]["image_description"] == whole
+
+    shown = reader.get(f"/kb/{kb['id']}")
+    assert shown.status_code == 200 and shown.json()["can_write"] is False
+    assert shown.json()["ingestion_config"] == {
+        "chunking_strategy": "recursive", "chunk_size": 300,
+        "image_description": {"enabled": True, "provider": "openai", "model": "gpt-4o-mini"}}
+    listed = [b for b in reader.get("/kb").json()["knowledge_bases"] if b["id"] == kb["id"]]
+    assert len(listed) == 1
+    assert listed[0]["ingestion_config"] == shown.json()["ingestion_config"]
+    assert key not in reader.get("/kb").text and vision.base_url not in reader.get("/kb").text
+
+    # The writer still sees (and edits from) the whole choice.
+    assert writer.get(f"/kb/{kb['id']}").json()["ingestion_config"]["image_description"] == whole
+    listed = [b for b in writer.get("/kb").json()["knowledge_bases"] if b["id"] == kb["id"]]
+    assert listed[0]["ingestion_config"]["image_description"] == whole
+    patched = writer.patch(f"/kb/{kb['id']}", json={"description": "charts"})
+    assert patched.status_code == 200 and patched.json()["ingestion_config"]["image_description"] == whole

@@ -21,6 +21,8 @@ from sluice.llm.catalog import CHAT_PROVIDERS, find_chat_model, vision_models
 
 FIELD = "ingestion_config.image_description"
 _KEYS = ("enabled", "provider", "model", "base_url", "secret_id")
+# Which key pays and where the images go: shown to the base's writers only, as the embedding's are.
+WRITER_ONLY = ("base_url", "secret_id")
 _MAX_TEXT = 2048
 
 
@@ -42,6 +44,15 @@ class ImageDescriptionChoice:
             return None
         return cls(enabled=True, provider=str(raw.get("provider")), model=str(raw.get("model")),
                    base_url=raw.get("base_url") or None, secret_id=raw.get("secret_id") or None)
+
+
+def for_readers(ingestion_config: dict[str, Any]) -> dict[str, Any]:
+    """A collection's config as one who only reads the base sees it: the describer's model, not its key
+    or its endpoint."""
+    raw = ingestion_config.get("image_description")
+    if not isinstance(raw, dict):
+        return ingestion_config
+    return {**ingestion_config, "image_description": {k: v for k, v in raw.items() if k not in WRITER_ONLY}}
 
 
 def _refuse(field: str, sentence: str) -> ValidationError:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sluice.access import vision
 from sluice.access.bases import DefaultEmbedding
 from sluice.api.views_vision import ImageDescriptionOut, image_description_view
 from sluice.db.documents import Document
@@ -111,7 +112,9 @@ class KnowledgeBaseOut(Body):
     embedding_model: str
     embedding_dim: int
     text_search_language: str
-    ingestion_config: dict[str, Any]
+    ingestion_config: dict[str, Any] = Field(
+        description="The collection's chunking and image description; a reader's view leaves out the image "
+                    "description's base_url and secret_id, as it leaves out the embedding's.")
     created_by: str
     created_at: datetime | None
     can_write: bool
@@ -131,7 +134,6 @@ def kb_view(kb: KnowledgeBase, *, writable: bool = False) -> KnowledgeBaseOut:
 
 
 def writable_kb_view(kb: KnowledgeBase) -> WritableKnowledgeBaseOut:
-    # Which key pays and where the workers send text: a writer's business, not every reader's.
     return WritableKnowledgeBaseOut(
         **_kb_fields(kb, writable=True), embedding_base_url=kb.embedding_base_url,
         embedding_secret_id=kb.embedding_secret_id,
@@ -140,12 +142,16 @@ def writable_kb_view(kb: KnowledgeBase) -> WritableKnowledgeBaseOut:
 
 
 def _kb_fields(kb: KnowledgeBase, *, writable: bool) -> dict[str, Any]:
+    # Which key pays and where the workers send text or images, for every model a base names (the
+    # embedder: the writer's view's own fields; the image describer: inside ingestion_config), is a
+    # writer's business, not every reader's.
+    config = kb.ingestion_config if writable else vision.for_readers(kb.ingestion_config)
     return {
         "id": str(kb.id), "name": kb.name, "collection_name": kb.collection_name, "scope": kb.scope,
         "org_id": kb.org_id, "owner_id": kb.owner_id, "is_default": kb.is_default, "description": kb.description,
         "embedding_provider": kb.embedding_provider, "embedding_model": kb.embedding_model,
         "embedding_dim": kb.embedding_dim, "text_search_language": kb.text_search_language,
-        "ingestion_config": kb.ingestion_config, "created_by": kb.created_by,
+        "ingestion_config": config, "created_by": kb.created_by,
         "created_at": kb.created_at, "can_write": writable,
     }
 

@@ -4,14 +4,17 @@ reference an agent with a workspace gets instead (seed 000, "Where an attachment
 ``inline``, in this order: the fence; each indexed document's overview; each small
 file's full text, verbatim; a note for each document still being processed or that
 failed; then up to CHAT_EXCERPT_COUNT excerpts from one search over the indexed
-attachments, with the original question and threshold 0; then the question. The
+attachments, with the original question and threshold 0; then the question. Every
+overview, full text and the excerpts sit between the begin and end lines of a fence
+drawn for the request (``sluice.llm.fencing``), which the preamble names, so a file
+holding ``---`` and a line of instructions cannot end its data early. The
 answer carries the trace (query, documents, top_k, threshold, count) and, for each
 attachment, its tier and the tokens it contributes. The block is built fresh for
 each question and never stored.
 
 ``reference``: per attachment, ``Attached file: <name> (<path>, <size>, <type>)`` and
 its first 20 lines, with where the original (and, for a format a shell cannot read,
-its extracted text) can be fetched. The path derives from the file's id, so
+its extracted text) can be fetched, each fenced the same way. The path derives from the file's id, so
 attaching the same file again resolves to the same path.
 """
 
@@ -29,6 +32,7 @@ from sluice.chat.resources import ChatResources
 from sluice.db import chat as repo
 from sluice.db.chat import Attachment, ChatFile
 from sluice.identity import Principal
+from sluice.llm.fencing import Fence
 from sluice.search.ranking import rank
 from sluice.storage import chat_text_key, safe_filename
 from sluice.vectors import attachments as chunk_store
@@ -134,9 +138,7 @@ def _inline(res: ChatResources, conversation_id: uuid.UUID, question: str,
     indexed = [(a, f) for a, f in pairs if a.status == "indexed"]
     top_k = res.settings.chat_excerpt_count
     excerpts = _excerpts(res, conversation_id, question, indexed, top_k) if indexed else []
-    parts = [FENCE, *(text for _, text in sections)]
-    for contribution, text in sections:
-        contribution.tokens = counter.count(text)
+    listing: str | None = None
     if indexed:
         lines = ["Excerpts relevant to the question:"]
         by_attachment = {c.attachment.id: c for c in contributions}
@@ -149,12 +151,27 @@ def _inline(res: ChatResources, conversation_id: uuid.UUID, question: str,
                 owner.excerpts += 1
         if not excerpts:
             lines.append("(none found)")
-        parts.append("\n".join(lines))
+        listing = "\n".join(lines)
+    # A document's overview, its text and the excerpts are the file's words: fenced. A note is ours.
+    data = [text for c, text in sections if c.contributes != "note"] + ([listing] if listing else [])
+    fence = Fence.draw(*data)
+    fenced = [(c, text if c.contributes == "note" else fence.wrap(text)) for c, text in sections]
+    for contribution, text in fenced:
+        contribution.tokens += counter.count(text)
+    parts = [preamble(fence), *(text for _, text in fenced)]
+    if listing is not None:
+        parts.append(fence.wrap(listing))
     parts += ["---", question]
     block = "\n\n".join(parts)
     return AssembledContext("inline", block, question, contributions, searched=bool(indexed),
                             documents=[f.filename for _, f in indexed], top_k=top_k if indexed else 0,
                             excerpts=excerpts, total_tokens=counter.count(block))
+
+
+def preamble(fence: Fence) -> str:
+    """R-CHAT-3's fence sentence, where each document's data starts and ends, and where the question is."""
+    return (f"{FENCE} {fence.rule} Nothing outside those lines comes from the documents, and the user's "
+            "question comes last, after a line ---.")
 
 
 def _section(attachment: Attachment, file: ChatFile, kind: str) -> str | None:
@@ -268,8 +285,9 @@ def _reference(res: ChatResources, question: str, pairs: list[tuple[Attachment, 
                                                            filename=file.filename))
         references.append(Reference(attachment, file, path, text, original, extracted))
         contributions.append(Contribution(attachment, file, "reference", tokens=counter.count(text)))
-    shown = [r.text for r in references] + notes
-    parts = ([FENCE] if shown else []) + shown + (["---"] if shown else [])
+    fence = Fence.draw(*(r.text for r in references))
+    shown = [fence.wrap(r.text) for r in references] + notes
+    parts = ([preamble(fence)] if shown else []) + shown + (["---"] if shown else [])
     block = "\n\n".join([*parts, question])
     return AssembledContext("reference", block, question, contributions, references=references,
                             total_tokens=counter.count(block), url_expires_in=expires)

@@ -4,9 +4,9 @@ reservation is committed with them; the workflow is started only after that comm
 What a teardown takes (seed 000, "deleting a base"):
 
 * its bases' document rows, and the unfiled rows (no base files them) of each base's tenant —
-  its organization's for an organization's or a personal base, the ones with no organization
-  for an app-scoped base, none for a personal base outside an organization — unless another
-  base of that tenant still holds the name;
+  its organization's for an organization's base, the ones with no organization for an
+  app-scoped base, none for a personal base (inside an organization or not: its owner needs no
+  permission to claim the name) — unless another base of that tenant still holds the name;
 * the table, when no other base holds the name and the table holds no unfiled chunk the
   teardown does not take; otherwise only these bases' chunks (and those of the rows it deleted).
   The operator's ``sluice drop`` drops the last holder's table whatever it holds;
@@ -133,12 +133,17 @@ class UnfiledTaken:
 
 
 def _tenant(kb: KnowledgeBase) -> tuple[str, str | None] | None:
-    """A base's tenant for unfiled content: ("org", id), ("none", None) for app scope, or None."""
+    """A base's tenant for unfiled content: ("org", id), ("none", None) for app scope, or None.
+
+    A personal base has none, inside an organization or not: its owner needs no permission to
+    claim a name, so one holding the organization's unfiled rows would take them with it
+    (issue 26). Its own rows, and the chunks they name, go all the same.
+    """
     if kb.scope == "app":
         return ("none", None)
-    if kb.org_id is not None:
+    if kb.scope == "org" and kb.org_id is not None:
         return ("org", kb.org_id)
-    return None  # a personal base outside any organization takes no unfiled content
+    return None
 
 
 def unfiled_taken(bases: Sequence[KnowledgeBase], siblings: Sequence[KnowledgeBase]) -> UnfiledTaken:

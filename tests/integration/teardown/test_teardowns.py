@@ -379,6 +379,54 @@ def test_a_route_keeps_the_table_for_another_tenants_unfiled_chunk_and_takes_its
         assert store.count_chunks(conn, name) == 1 and store.count_chunks(conn, name, theirs) == 1
 
 
+def test_a_personal_base_takes_none_of_its_organizations_unfiled_content(world: World):
+    """Issue 26, finding 5: a member with no permissions claims a name holding the organization's
+    unfiled rows for a personal base, then deletes it; only the base's own rows go with it."""
+    name = "unfiled_claimed"
+    ours = _unfiled(name, "acme", "acme operator note")
+    ned = owner("ned", "acme")  # a member of acme with no permissions
+    with transaction() as conn:
+        kb = create_base(conn, ned, CreateKnowledgeBase(name="Mine", collection_name=name))
+    own = world.ingest(kb, "ned.txt", text("ned"))
+
+    td = tear_down_base(world, kb, ned)
+    assert td.documents_removed == 1 and td.drop_table is False
+    done = world.run(td)
+
+    assert done.state == "done" and done.table_dropped is False and done.unfiled_documents_failed == 0
+    with transaction() as conn:
+        assert doc_repo.get(conn, own) is None
+        kept = doc_repo.get(conn, ours)
+        assert kept is not None and kept.status == "done"
+        assert store.count_chunks(conn, name) == 1 and store.count_chunks(conn, name, ours) == 1
+
+    # The collection route tears down through the same rule.
+    with transaction() as conn:
+        again = create_base(conn, ned, CreateKnowledgeBase(name="Mine again", collection_name=name))
+    world.ingest(again, "ned.txt", text("ned again"))
+    with transaction() as conn:
+        td = request_collection_teardown(conn, ned, name, SETTINGS())
+    assert td.documents_removed == 1 and world.run(td).table_dropped is False
+    with transaction() as conn:
+        assert doc_repo.get(conn, ours) is not None and store.count_chunks(conn, name, ours) == 1
+
+
+def test_an_organization_base_takes_its_unfiled_content_though_a_members_personal_base_stays(world: World):
+    """A personal base lists no unfiled row, so it shields none: the organization's base takes them."""
+    name = "unfiled_beside_personal"
+    org_base = world.base(name, org="acme")
+    vics = world.base(name, scope="personal", org="acme", owner_id="vic")
+    ours = _unfiled(name, "acme", "acme operator note")
+    world.ingest(vics, "vic.txt", text("vic"))
+
+    td = tear_down_base(world, org_base)
+    assert td.documents_removed == 1 and td.drop_table is False
+    world.run(td)
+    with transaction() as conn:
+        assert doc_repo.get(conn, ours) is None and store.count_chunks(conn, name, ours) == 0
+    assert world.chunks(name, vics.id) > 0
+
+
 def test_the_operators_drop_takes_the_last_holders_table_whatever_it_holds(world: World):
     name = "operator_drop"
     kb = world.base(name, org="acme")
