@@ -149,8 +149,8 @@ def _connector(name: str) -> type[Connector]:
     return cls
 
 
-def _checked_config(cls: type[Connector], config: dict[str, Any]) -> dict[str, Any]:
-    refusal = cls.validate_config(config)
+def _checked_config(cls: type[Connector], config: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    refusal = cls.validate_config(config, settings)
     if refusal is not None:
         field = f"config.{refusal.field}" if refusal.field else "config"
         if refusal.message == CREDENTIAL_SENTENCE:
@@ -206,7 +206,7 @@ def create_source(conn: Connection, p: Principal, kb_id: str, body: CreateSyncSo
                   vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
     kb = resolve_base(conn, p, kb_id, write=True)
     cls = _connector(body.connector)
-    config = _checked_config(cls, body.config)
+    config = _checked_config(cls, body.config, settings)
     _check_credential(p, vault, settings, cls, config, body.secret_id)
     source = repo.insert(conn, SyncSource(
         id=uuid.uuid4(), kb_id=kb.id, name=body.name.strip() or body.name, connector=body.connector, config=config,
@@ -235,7 +235,7 @@ def update_source(conn: Connection, p: Principal, kb_id: str, source_id: str, bo
     if "schedule" in given:
         changes["schedule"] = checked_schedule(body.schedule, settings)
     if "config" in given and body.config is not None:
-        changes["config"] = _checked_config(cls, body.config)
+        changes["config"] = _checked_config(cls, body.config, settings)
     if "secret_id" in given:
         changes["secret_id"] = body.secret_id
     if "config" in changes or "secret_id" in changes:
@@ -268,8 +268,16 @@ def _target_base(conn: Connection, p: Principal, collection_name: str | None, kb
     return bases[0]
 
 
-def repoint_source(conn: Connection, p: Principal, source_id: str, body: RepointSyncSource
-                   ) -> tuple[SyncSource, KnowledgeBase]:
+def _check_carried(p: Principal, vault: KeyVault | None, settings: Settings, source: SyncSource) -> None:
+    """A source carried to another base (a clone) is checked as if created there: its config by today's
+    rules (it may predate them) and its credential as the caller's to lend."""
+    cls = _connector(source.connector)
+    _checked_config(cls, source.config, settings)
+    _check_credential(p, vault, settings, cls, source.config, source.secret_id)
+
+
+def repoint_source(conn: Connection, p: Principal, source_id: str, body: RepointSyncSource, *,
+                   settings: Settings, vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
     """Move a source to another base (its audience changes: the audit names the base it left).
 
     Its claims are released: the documents it brought stay in the base they are in, no longer
@@ -279,6 +287,7 @@ def repoint_source(conn: Connection, p: Principal, source_id: str, body: Repoint
     target = _target_base(conn, p, body.collection_name, body.kb_id)
     if target.id == old.id:
         return source, old
+    _checked_config(_connector(source.connector), source.config, settings)
     _no_active_run(conn, source, "repoint it")
     claims.release_all(conn, source.id)
     moved = repo.update(conn, source.id, {"kb_id": target.id})
@@ -291,8 +300,7 @@ def clone_source(conn: Connection, p: Principal, source_id: str, body: CloneSync
     """A copy of a source feeding another base: the same config and secret reference, a new audience."""
     source, _ = reachable_source(conn, p, source_id)
     target = _target_base(conn, p, body.collection_name, body.kb_id)
-    cls = _connector(source.connector)
-    _check_credential(p, vault, settings, cls, source.config, source.secret_id)
+    _check_carried(p, vault, settings, source)
     copy = repo.insert(conn, SyncSource(
         id=uuid.uuid4(), kb_id=target.id, name=body.name or f"{source.name} (copy)"[:200],
         connector=source.connector, config=source.config, secret_id=source.secret_id, sync_mode=source.sync_mode,

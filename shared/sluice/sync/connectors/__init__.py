@@ -22,6 +22,7 @@ from sluice.sync.connectors.base import (
     ObjectStoreConnector,
     RemoteFile,
     RemoteListing,
+    SourceRefused,
 )
 from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config, S3Connector, default_client
 
@@ -42,6 +43,7 @@ __all__ = [
     "S3Config",
     "S3Connector",
     "SecretValues",
+    "SourceRefused",
     "external_id",
 ]
 
@@ -80,7 +82,11 @@ def external_id(kb: KnowledgeBase) -> str:
 
 @dataclass
 class ConnectorOpener:
-    """Opens a source's connector for a run: its config, and its own secret or nothing."""
+    """Opens a source's connector for a run: its config, and its own secret or nothing.
+
+    Every run asks this before it lists and before it fetches, so what a writer could not save
+    now does not run because it was saved before: the connector's config rules are asked again.
+    """
 
     settings: Settings
     secrets: Any  # SecretValues, or a test's stand-in
@@ -91,6 +97,10 @@ class ConnectorOpener:
         if cls is None:
             raise CredentialRefused(f"The '{source.connector}' connector is not available in this deployment.")
         config = cls.parse_config(source.config)
+        refusal = cls.check(config, self.settings)  # again: the config may predate the rule
+        if refusal is not None:
+            where = f"config.{refusal.field}" if refusal.field else "config"
+            raise SourceRefused(f"{refusal.message} Nothing was read; correct {where} and run again.")
         credential = None
         if source.secret_id:
             credential, tags = self.secrets.read(source.secret_id)
