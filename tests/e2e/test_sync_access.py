@@ -11,14 +11,16 @@ current base.
 
 from __future__ import annotations
 
+import time
 import uuid
 
+import boto3
 import pytest
 
 from sluice.db import sync_sources as repo
 from sluice.db.connection import transaction
 from sluice.db.sync_sources import SyncSource
-from tests.e2e.sync_support import SyncWorld, sync_world_fixture  # noqa: F401 - the fixture
+from tests.e2e.sync_support import ORG, SyncWorld, make_secret, sync_world_fixture  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -53,6 +55,17 @@ def found(w: SyncWorld, kb: dict, query: str) -> list[str]:
 def listed(w: SyncWorld, bucket: str) -> int:
     with w.calls.lock:
         return w.calls.list_counts.get(bucket, 0)
+
+
+def wait_as(api, run_id: str, timeout: float = 180) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = api.get(f"/rag/sync/logs/{run_id}")
+        assert run.status_code == 200, run.text
+        if run.json()["status"] not in ("queued", "running"):
+            return dict(run.json())
+        time.sleep(0.3)
+    raise AssertionError(f"run {run_id} did not finish")
 
 
 def write_directly(kb: dict, config: dict, secret_id: str | None, **extra) -> dict:
@@ -115,3 +128,75 @@ def test_a_source_written_before_the_rule_fails_its_run_without_listing_the_depl
     assert listed(w, bucket) == 0
     assert all(d["source_path"].startswith(f"s3://{remote}/") for d in w.documents(kb))
     assert not any(SECRET_WORD in c for c in found(w, kb, f"safe combination {SECRET_WORD}"))
+
+
+def test_repointing_checks_the_secret_as_create_and_clone_do(sync_world, client_for):
+    w = sync_world
+    remote = w.bucket()
+    w.put(remote, "plan.md", b"The organization's plan for the year.\n")
+    source = w.source(remote)
+    member_id = f"member_{uuid.uuid4().hex[:6]}"
+    # a writer of the organization's bases without secrets:view: refused that secret by create and clone
+    member = client_for(member_id, ORG, ["collections:view", "collections:edit"])
+    mine = member.post("/kb", json={"name": "Mine", "scope": "personal"})
+    assert mine.status_code == 201, mine.text
+    mine = mine.json()
+    created = member.post(f"/kb/{mine['id']}/sync-sources", json={
+        "name": "x", "connector": "s3", "config": {"bucket": remote}, "secret_id": w.secret_id})
+    assert created.json()["error"]["details"]["fields"] == {"secret_id": UNKNOWN_SECRET}
+    cloned = member.post(f"/rag/sync/sources/{source['id']}/clone", json={"kb_id": mine["id"]})
+    assert cloned.json()["error"]["details"]["fields"] == {"secret_id": UNKNOWN_SECRET}
+
+    moved = member.patch(f"/rag/sync/sources/{source['id']}", json={"collection_name": mine["collection_name"]})
+    assert moved.status_code == 400, moved.text
+    assert moved.json()["error"]["details"]["fields"] == {"secret_id": UNKNOWN_SECRET}
+    assert w.api.get(f"/rag/sync/sources/{source['id']}").json()["kb_id"] == w.kb["id"]
+    assert member.get(f"/kb/{mine['id']}/sync-sources").json()["sources"] == []
+
+    # with secrets:view, an organization's secret still feeds only the organization's bases
+    viewer = client_for(member_id, ORG, ["collections:view", "collections:edit", "secrets:view"])
+    moved = viewer.patch(f"/rag/sync/sources/{source['id']}", json={"collection_name": mine["collection_name"]})
+    assert moved.status_code == 400, moved.text
+    assert list(moved.json()["error"]["details"]["fields"]) == ["secret_id"]
+    assert "sluice:owner" in moved.json()["error"]["details"]["fields"]["secret_id"]
+
+    # the same member with a token of another organization reaches the source nowhere
+    abroad = client_for(member_id, "another_org", ["collections:view", "collections:edit", "secrets:view"])
+    path = f"/kb/{w.kb['id']}/sync-sources/{source['id']}"
+    done = w.run(source)
+    assert done["status"] == "succeeded", done
+    for resp in (abroad.post(f"{path}/run"), abroad.patch(path, json={"schedule": "rate(1 day)"}),
+                 abroad.post(f"/rag/sync/logs/{done['id']}/retry-failed"),
+                 abroad.patch(f"/rag/sync/sources/{source['id']}", json={"collection_name": mine["collection_name"]})):
+        assert (resp.status_code, resp.json()) == (404, ABSENT)
+    assert w.api.get(path).json()["schedule"] is None
+
+
+def test_a_run_whose_secret_is_not_its_bases_tenants_fails_and_reads_nothing(sync_world, client_for):
+    w = sync_world
+    remote = w.bucket()
+    w.put(remote, "plan.md", b"The organization's plan for the year, in the words of flumbergast.\n")
+    owner = client_for(f"mover_{uuid.uuid4().hex[:6]}", ORG, ["collections:view", "collections:edit"])
+    mine = owner.post("/kb", json={"name": "Moved into", "scope": "personal"}).json()
+    # a source moved into a personal base before repoints were checked: its run uses nothing of the org's
+    moved = write_directly(mine, {"bucket": remote, "prefix": ""}, w.secret_id, schedule="rate(1 day)")
+    run = owner.post(f"/kb/{mine['id']}/sync-sources/{moved['id']}/run")
+    assert run.status_code == 202, run.text
+    run = wait_as(owner, run.json()["id"])
+    assert run["status"] == "failed", run
+    assert run["error"] == ("The source's secret does not belong to its base's tenant (a personal base reads "
+                            "with its owner's own secret, tagged sluice:owner); nothing was read.")
+    assert run["counts"]["listed"] == 0 and listed(w, remote) == 0
+    assert owner.get(f"/kb/{mine['id']}/documents").json()["documents"] == []
+
+    # an organization base's secret re-tagged away from the organization: its next run fails the same way
+    secret = make_secret(w.runtime, ORG)
+    kb = w.new_base("Re-tagged")
+    source = w.source(remote, kb=kb, secret_id=secret)
+    sm = boto3.client("secretsmanager", endpoint_url=w.runtime.moto_url, region_name="us-east-1")
+    sm.tag_resource(SecretId=secret, Tags=[{"Key": "sluice:org_id", "Value": "someone_else"}])
+    run = w.run(source)
+    assert run["status"] == "failed", run
+    assert run["error"] == ("The source's secret does not belong to its base's tenant (an organization base reads "
+                            "with a secret tagged with its sluice:org_id); nothing was read.")
+    assert listed(w, remote) == 0 and w.documents(kb) == []

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice.access.keys import PROVIDER_TAG
+from sluice.access.keys import PROVIDER_TAG, tenant_mismatch
 from sluice.config import Settings
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.db.sync_sources import SyncSource
@@ -106,5 +106,9 @@ class ConnectorOpener:
             credential, tags = self.secrets.read(source.secret_id)
             if tags.get(PROVIDER_TAG) != cls.SECRET_KIND:
                 raise CredentialRefused(f"The source's secret is not tagged {PROVIDER_TAG}={cls.SECRET_KIND}.")
+            why = tenant_mismatch(tags, kb)  # the base or the tags may have changed since it was named
+            if why is not None:
+                raise CredentialRefused(f"The source's secret does not belong to its base's tenant ({why}); "
+                                        "nothing was read.")
         return cls.open(config, credential, external_id=external_id(kb), settings=self.settings,
                         client_factory=self.client_factory)
