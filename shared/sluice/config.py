@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     # with the function's own role instead of a secret; empty: none.
     sync_function_role_buckets: str = Field("", alias="SYNC_FUNCTION_ROLE_BUCKETS")
     sync_min_schedule_minutes: int = Field(15, alias="SYNC_MIN_SCHEDULE_MINUTES")
+    # Buckets the stack owns besides SLUICE_BUCKET (comma-separated): with it, the buckets no sync
+    # source may read, whatever its credential (``stack_buckets``).
+    stack_bucket_names: str = Field("", alias="SLUICE_STACK_BUCKETS")
 
     # Teardowns (R-TD-1..3): the workflow the delete routes start, and the waits and budgets of its steps.
     teardown_state_machine_arn: str = Field("", alias="TEARDOWN_STATE_MACHINE_ARN")
@@ -167,6 +170,12 @@ class Settings(BaseSettings):
     @property
     def direct_upload_max_bytes(self) -> int:
         return self.direct_upload_max_mb * MIB
+
+    @property
+    def stack_buckets(self) -> frozenset[str]:
+        """Every bucket of this deployment: the document bucket and SLUICE_STACK_BUCKETS."""
+        names = [self.bucket_name, *self.stack_bucket_names.split(",")]
+        return frozenset(n.strip().lower() for n in names if n.strip())
 
 
 # What a function may require (``require``): an environment variable's name, or DATABASE for

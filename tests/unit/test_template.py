@@ -207,3 +207,22 @@ def test_the_api_is_throttled_and_logged(raw):
     assert set(api["DefaultRouteSettings"]) == {"ThrottlingRateLimit", "ThrottlingBurstLimit"}
     assert api["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["HttpApiAccessLogs", "Arn"]}
     assert "querystring" not in api["AccessLogSettings"]["Format"].lower()
+
+
+def _refs(value) -> set[str]:
+    if isinstance(value, dict):
+        return ({value["Ref"]} if "Ref" in value else set()).union(*(_refs(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_refs(v) for v in value))
+    return set()
+
+
+def test_every_bucket_the_stack_declares_is_one_a_sync_source_is_refused(raw):
+    """A source never reads a bucket of the deployment (issue 26): the functions that check a source's
+    config (create, change, and every run) are told every bucket the template declares."""
+    buckets = {name for name, r in raw["Resources"].items() if r["Type"] == "AWS::S3::Bucket"}
+    assert "DocumentsBucket" in buckets
+    for fn in ("SourcesFunction", "SyncTaskFunction"):
+        env = parse(TEMPLATE).functions[fn].environment
+        named = _refs(env.get("SLUICE_BUCKET")) | _refs(env.get("SLUICE_STACK_BUCKETS"))
+        assert buckets <= named, (fn, buckets - named)

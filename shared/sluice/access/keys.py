@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.errors import ValidationError
 from sluice.identity import Principal
 
@@ -61,6 +62,27 @@ def key_visible(p: Principal, tags: Mapping[str, str]) -> bool:
     if org and org != p.org_id:
         return False
     return not owner or owner == p.user_id
+
+
+def tenant_mismatch(tags: Mapping[str, str], kb: KnowledgeBase) -> str | None:
+    """Why a secret with these tags is not ``kb``'s tenant's to read with (None: it is).
+
+    Who may lend a secret is ``key_visible``, asked of a person when they name it; this is what
+    the secret must be wherever it is used, asked again by every run, so a source whose base
+    changed, or whose secret was re-tagged, does not go on reading with somebody else's. An
+    organization base's secret is tagged with its organization; a personal base's is its owner's
+    own (``sluice:owner``; with an organization tag, the base's): a personal base outlives its
+    owner's membership, so an organization's secret never feeds one. An app-wide base has no
+    tenant and takes any secret an app admin could lend.
+    """
+    org, owner = tags.get(ORG_TAG), tags.get(OWNER_TAG)
+    if kb.scope == "org":
+        ours = bool(org) and org == kb.org_id
+        return None if ours else f"an organization base reads with a secret tagged with its {ORG_TAG}"
+    if kb.scope == "personal":
+        mine = bool(owner) and owner == kb.owner_id and (not org or org == kb.org_id)
+        return None if mine else f"a personal base reads with its owner's own secret, tagged {OWNER_TAG}"
+    return None if org or owner else f"an app-wide base reads with a secret tagged {ORG_TAG} or {OWNER_TAG}"
 
 
 def check_key_binding(p: Principal, vault: KeyVault | None, *, scope: str, provider: str,

@@ -5,11 +5,15 @@ resolves the base with ``write=True`` first, and a source of another base is "no
 byte for byte the answer for one that does not exist.
 
 ``config`` says where the documents are and nothing more: it is validated by the connector's
-model (a refusal names ``config.<field>``), and a config carrying a credential is refused. What
+model and the connector's own rules in this deployment (a refusal names ``config.<field>``; an
+S3 source never names a bucket of the stack), and a config carrying a credential is refused. What
 authenticates is a vault secret the source names in ``secret_id``, which the person naming it
 must be able to see (``secrets:view``, the secret's ``sluice:org_id``/``sluice:owner`` tags, as
-for an embedding key) and which must be tagged ``sluice:provider=<the connector's SECRET_KIND>``.
-A clone copies the reference, so the person cloning must be able to lend it too.
+for an embedding key), which must be tagged ``sluice:provider=<the connector's SECRET_KIND>`` and
+which must be the base's tenant's (``access.keys.tenant_mismatch``). A clone and a repoint carry
+the reference to another base, so they are checked as a create there is: the config again, and
+the secret as the caller's to lend and the target's. A run asks the connector's rules and the
+tenant again (``sync.connectors.ConnectorOpener``).
 
 Creating, changing (including a repoint), cloning and deleting a source each write an audit
 entry naming the actor, the connector, the collection and the secret's id - never the config.
@@ -25,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access import can_write, resolve_base, resolve_collection
-from sluice.access.keys import PROVIDER_TAG, KeyVault, key_visible
+from sluice.access.keys import PROVIDER_TAG, KeyVault, key_visible, tenant_mismatch
 from sluice.config import Settings
 from sluice.db import document_claims as claims
 from sluice.db import knowledge_bases as kb_repo
@@ -149,8 +153,8 @@ def _connector(name: str) -> type[Connector]:
     return cls
 
 
-def _checked_config(cls: type[Connector], config: dict[str, Any]) -> dict[str, Any]:
-    refusal = cls.validate_config(config)
+def _checked_config(cls: type[Connector], config: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    refusal = cls.validate_config(config, settings)
     if refusal is not None:
         field = f"config.{refusal.field}" if refusal.field else "config"
         if refusal.message == CREDENTIAL_SENTENCE:
@@ -162,9 +166,10 @@ def _checked_config(cls: type[Connector], config: dict[str, Any]) -> dict[str, A
 
 
 def _check_credential(p: Principal, vault: KeyVault | None, settings: Settings, cls: type[Connector],
-                      config: dict[str, Any], secret_id: str | None) -> None:
-    """The source's credential: a secret the caller may lend, of the connector's kind - or, for a bucket
-    the operator named, the deployment's own role, which only an app admin may point a source at."""
+                      config: dict[str, Any], secret_id: str | None, kb: KnowledgeBase) -> None:
+    """The credential of a source of ``kb``: a secret the caller may lend, of the connector's kind and
+    ``kb``'s tenant's (``tenant_mismatch``, which every run asks again) - or, for a bucket the operator
+    named, the deployment's own role, which only an app admin may point a source at."""
     if cls.SECRET_KIND is None:
         if secret_id is not None:
             raise ValidationError("This connector takes no secret", fields={"secret_id": "Leave this empty."})
@@ -182,6 +187,10 @@ def _check_credential(p: Principal, vault: KeyVault | None, settings: Settings, 
     if tags.get(PROVIDER_TAG) != cls.SECRET_KIND:
         raise ValidationError("This secret is not of the kind the connector takes", fields={
             "secret_id": f"The secret is not tagged {PROVIDER_TAG}={cls.SECRET_KIND}."})
+    why = tenant_mismatch(tags, kb)
+    if why is not None:
+        raise ValidationError("This secret is not this base's to read with", fields={
+            "secret_id": f"The secret does not belong to this base's tenant: {why}."})
 
 
 def _no_active_run(conn: Connection, source: SyncSource, doing: str) -> None:
@@ -206,8 +215,8 @@ def create_source(conn: Connection, p: Principal, kb_id: str, body: CreateSyncSo
                   vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
     kb = resolve_base(conn, p, kb_id, write=True)
     cls = _connector(body.connector)
-    config = _checked_config(cls, body.config)
-    _check_credential(p, vault, settings, cls, config, body.secret_id)
+    config = _checked_config(cls, body.config, settings)
+    _check_credential(p, vault, settings, cls, config, body.secret_id, kb)
     source = repo.insert(conn, SyncSource(
         id=uuid.uuid4(), kb_id=kb.id, name=body.name.strip() or body.name, connector=body.connector, config=config,
         secret_id=body.secret_id, sync_mode=body.sync_mode, organizational_unit=body.organizational_unit,
@@ -235,14 +244,14 @@ def update_source(conn: Connection, p: Principal, kb_id: str, source_id: str, bo
     if "schedule" in given:
         changes["schedule"] = checked_schedule(body.schedule, settings)
     if "config" in given and body.config is not None:
-        changes["config"] = _checked_config(cls, body.config)
+        changes["config"] = _checked_config(cls, body.config, settings)
     if "secret_id" in given:
         changes["secret_id"] = body.secret_id
     if "config" in changes or "secret_id" in changes:
         _no_active_run(conn, source, "change where it reads or what it reads with")
         secret = changes.get("secret_id", source.secret_id)
         if secret != source.secret_id or "config" in changes:
-            _check_credential(p, vault, settings, cls, changes.get("config", source.config), secret)
+            _check_credential(p, vault, settings, cls, changes.get("config", source.config), secret, kb)
     if not changes:
         return source, kb
     updated = repo.update(conn, source.id, changes)
@@ -268,8 +277,17 @@ def _target_base(conn: Connection, p: Principal, collection_name: str | None, kb
     return bases[0]
 
 
-def repoint_source(conn: Connection, p: Principal, source_id: str, body: RepointSyncSource
-                   ) -> tuple[SyncSource, KnowledgeBase]:
+def _check_carried(p: Principal, vault: KeyVault | None, settings: Settings, source: SyncSource,
+                   target: KnowledgeBase) -> None:
+    """A source carried to another base (a repoint, a clone) is checked as if created there: its config
+    by today's rules (it may predate them), its credential as the caller's to lend and the target's."""
+    cls = _connector(source.connector)
+    _checked_config(cls, source.config, settings)
+    _check_credential(p, vault, settings, cls, source.config, source.secret_id, target)
+
+
+def repoint_source(conn: Connection, p: Principal, source_id: str, body: RepointSyncSource, *,
+                   settings: Settings, vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
     """Move a source to another base (its audience changes: the audit names the base it left).
 
     Its claims are released: the documents it brought stay in the base they are in, no longer
@@ -279,6 +297,7 @@ def repoint_source(conn: Connection, p: Principal, source_id: str, body: Repoint
     target = _target_base(conn, p, body.collection_name, body.kb_id)
     if target.id == old.id:
         return source, old
+    _check_carried(p, vault, settings, source, target)
     _no_active_run(conn, source, "repoint it")
     claims.release_all(conn, source.id)
     moved = repo.update(conn, source.id, {"kb_id": target.id})
@@ -291,8 +310,7 @@ def clone_source(conn: Connection, p: Principal, source_id: str, body: CloneSync
     """A copy of a source feeding another base: the same config and secret reference, a new audience."""
     source, _ = reachable_source(conn, p, source_id)
     target = _target_base(conn, p, body.collection_name, body.kb_id)
-    cls = _connector(source.connector)
-    _check_credential(p, vault, settings, cls, source.config, source.secret_id)
+    _check_carried(p, vault, settings, source, target)
     copy = repo.insert(conn, SyncSource(
         id=uuid.uuid4(), kb_id=target.id, name=body.name or f"{source.name} (copy)"[:200],
         connector=source.connector, config=source.config, secret_id=source.secret_id, sync_mode=source.sync_mode,

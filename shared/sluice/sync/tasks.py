@@ -43,7 +43,7 @@ from sluice.errors import SluiceError
 from sluice.ingest.families import kb_family_by_name
 from sluice.ingest.retire import delete_row_and_chunks, forget_objects
 from sluice.storage import display_name
-from sluice.sync.connectors import Connector, CredentialRefused, RemoteFile
+from sluice.sync.connectors import Connector, RemoteFile, SourceRefused
 from sluice.sync.context import SyncContext
 from sluice.sync.handoff import HandOffRefused, hand_off
 from sluice.sync.planning import FileFacts, Skip, decide_after, decide_before
@@ -103,7 +103,7 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
         return _fail_run(ctx, run_id, f"{exc.message} The run did nothing.")
     try:
         connector = ctx.connectors.open(source, kb)
-    except CredentialRefused as exc:
+    except SourceRefused as exc:
         return _fail_run(ctx, run_id, str(exc))
     except PydanticValidationError:
         return _fail_run(ctx, run_id, "The source's configuration is no longer valid; correct it and run again.")
@@ -237,8 +237,8 @@ def _fetch_all(ctx: SyncContext, run: SyncRun, source: SyncSource, kb: Knowledge
                fetches: list[tuple[RunFile, Document | None]]) -> None:
     try:
         connector = ctx.connectors.open(source, kb)
-    except (CredentialRefused, PydanticValidationError) as exc:
-        reason = str(exc) if isinstance(exc, CredentialRefused) else "The source's configuration is not valid."
+    except (SourceRefused, PydanticValidationError) as exc:
+        reason = str(exc) if isinstance(exc, SourceRefused) else "The source's configuration is not valid."
         with ctx.uow() as conn:
             runs.record(conn, run.id, [Outcome(f.seq, "failed", reason) for f, _ in fetches])
         return

@@ -118,7 +118,7 @@ def test_fetch_writes_inside_the_working_directory_asks_for_the_listed_etag_and_
     ({"bucket": "b", "note": "-----BEGIN RSA PRIVATE KEY-----"}, "note"),
 ])
 def test_a_credential_in_a_config_is_refused_by_the_base_class(config, field):
-    assert S3Connector.validate_config(config) == ConfigRefusal(CREDENTIAL_SENTENCE, field)
+    assert S3Connector.validate_config(config, Settings()) == ConfigRefusal(CREDENTIAL_SENTENCE, field)
 
 
 @pytest.mark.parametrize(("config", "field"), [
@@ -127,12 +127,28 @@ def test_a_credential_in_a_config_is_refused_by_the_base_class(config, field):
     ({"bucket": "docs", "prefix": "a\nb"}, "prefix"), ({"bucket": "docs", "secret_id": "x"}, "secret_id"),
 ])
 def test_a_refusal_names_the_field_it_is_about(config, field):
-    refusal = S3Connector.validate_config(config)
+    refusal = S3Connector.validate_config(config, Settings())
     assert refusal is not None and refusal.field == field and refusal.message.endswith(".")
 
 
 def test_an_acceptable_config_is_none():
-    assert S3Connector.validate_config({"bucket": "team-docs.eu", "prefix": "handbook/", "region": "eu-west-1"}) is None
+    config = {"bucket": "team-docs.eu", "prefix": "handbook/", "region": "eu-west-1"}
+    assert S3Connector.validate_config(config, Settings()) is None
+
+
+def test_the_deployments_own_buckets_are_refused_naming_the_bucket():
+    settings = Settings(SLUICE_BUCKET="sluice-docs-123456789012-eu-west-1",
+                        SLUICE_STACK_BUCKETS=" sluice-logs-123456789012 ,,")
+    assert settings.stack_buckets == {"sluice-docs-123456789012-eu-west-1", "sluice-logs-123456789012"}
+    refused = ConfigRefusal("This is a bucket of this deployment; a source never reads it.", "bucket")
+    for config in ({"bucket": "sluice-docs-123456789012-eu-west-1", "prefix": "chat/"},
+                   {"bucket": "sluice-docs-123456789012-eu-west-1", "region": "us-east-1"},
+                   {"bucket": "sluice-logs-123456789012"}):
+        assert S3Connector.validate_config(config, settings) == refused
+    # a bucket operator-listed for the function's own role is refused too when it is the stack's
+    listed = settings.model_copy(update={"sync_function_role_buckets": "sluice-*"})
+    assert S3Connector.validate_config({"bucket": "sluice-docs-123456789012-eu-west-1"}, listed) == refused
+    assert S3Connector.validate_config({"bucket": "sluice-docs-123456789012-eu-west-2"}, settings) is None
 
 
 def test_a_credential_secret_is_a_key_pair_or_a_role():

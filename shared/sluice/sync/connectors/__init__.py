@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sluice.access.keys import PROVIDER_TAG
+from sluice.access.keys import PROVIDER_TAG, tenant_mismatch
 from sluice.config import Settings
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.db.sync_sources import SyncSource
@@ -22,6 +22,7 @@ from sluice.sync.connectors.base import (
     ObjectStoreConnector,
     RemoteFile,
     RemoteListing,
+    SourceRefused,
 )
 from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config, S3Connector, default_client
 
@@ -42,6 +43,7 @@ __all__ = [
     "S3Config",
     "S3Connector",
     "SecretValues",
+    "SourceRefused",
     "external_id",
 ]
 
@@ -80,7 +82,11 @@ def external_id(kb: KnowledgeBase) -> str:
 
 @dataclass
 class ConnectorOpener:
-    """Opens a source's connector for a run: its config, and its own secret or nothing."""
+    """Opens a source's connector for a run: its config, and its own secret or nothing.
+
+    Every run asks this before it lists and before it fetches, so what a writer could not save
+    now does not run because it was saved before: the connector's config rules are asked again.
+    """
 
     settings: Settings
     secrets: Any  # SecretValues, or a test's stand-in
@@ -91,10 +97,18 @@ class ConnectorOpener:
         if cls is None:
             raise CredentialRefused(f"The '{source.connector}' connector is not available in this deployment.")
         config = cls.parse_config(source.config)
+        refusal = cls.check(config, self.settings)  # again: the config may predate the rule
+        if refusal is not None:
+            where = f"config.{refusal.field}" if refusal.field else "config"
+            raise SourceRefused(f"{refusal.message} Nothing was read; correct {where} and run again.")
         credential = None
         if source.secret_id:
             credential, tags = self.secrets.read(source.secret_id)
             if tags.get(PROVIDER_TAG) != cls.SECRET_KIND:
                 raise CredentialRefused(f"The source's secret is not tagged {PROVIDER_TAG}={cls.SECRET_KIND}.")
+            why = tenant_mismatch(tags, kb)  # the base or the tags may have changed since it was named
+            if why is not None:
+                raise CredentialRefused(f"The source's secret does not belong to its base's tenant ({why}); "
+                                        "nothing was read.")
         return cls.open(config, credential, external_id=external_id(kb), settings=self.settings,
                         client_factory=self.client_factory)

@@ -57,6 +57,10 @@ class RemoteListing:
     markers_skipped: int = 0
 
 
+class SourceRefused(Exception):
+    """A run cannot open its source (its credential, its config); the message is the sentence the run records."""
+
+
 @dataclass(frozen=True)
 class ConfigRefusal:
     """A connector's no: a sentence, and the config field it is about (None: the config as a whole)."""
@@ -110,8 +114,8 @@ class Connector(ABC):
     CHANGE_SIGNAL: ClassVar[str]
 
     @classmethod
-    def validate_config(cls, config: Mapping[str, Any]) -> ConfigRefusal | None:
-        """None when ``config`` is acceptable, else the refusal and the field it names."""
+    def validate_config(cls, config: Mapping[str, Any], settings: Settings) -> ConfigRefusal | None:
+        """None when ``config`` is acceptable in this deployment, else the refusal and the field it names."""
         refusal = credential_refusal(config)
         if refusal is not None:
             return refusal
@@ -121,11 +125,15 @@ class Connector(ABC):
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or None
             return ConfigRefusal(_sentence(err), where)
-        return cls.check(model)
+        return cls.check(model, settings)
 
     @classmethod
-    def check(cls, model: BaseModel) -> ConfigRefusal | None:
-        """A connector's own rules beyond its model's fields (none by default)."""
+    def check(cls, model: BaseModel, settings: Settings) -> ConfigRefusal | None:
+        """A connector's own rules beyond its model's fields, in this deployment (none by default).
+
+        Asked when a config is written and again by every run before it lists, so a config
+        written before a rule existed does not run past it.
+        """
         return None
 
     @classmethod

@@ -27,12 +27,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sluice.config import Settings
-from sluice.sync.connectors.base import ListedPage, ObjectStoreConnector, RemoteFile
+from sluice.sync.connectors.base import ConfigRefusal, ListedPage, ObjectStoreConnector, RemoteFile, SourceRefused
 
 SECRET_KIND = "aws_credentials"  # noqa: S105 - the kind of secret, not one
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d{1,2}")
 _ROLE_ARN = re.compile(r"arn:aws[a-zA-Z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}")
+OWN_BUCKET = "This is a bucket of this deployment; a source never reads it."
 
 
 class S3Config(BaseModel):
@@ -79,7 +80,7 @@ class RoleToAssume:
     role_arn: str
 
 
-class CredentialRefused(Exception):
+class CredentialRefused(SourceRefused):
     """The source's credential cannot be used; the message is the sentence the run records."""
 
 
@@ -159,6 +160,15 @@ class S3Connector(ObjectStoreConnector):
     def __init__(self, config: S3Config, client: Any) -> None:
         super().__init__(config)
         self._s3 = client
+
+    @classmethod
+    def check(cls, model: BaseModel, settings: Settings) -> ConfigRefusal | None:
+        """The deployment's own buckets hold every tenant's documents and chat files: no source reads one,
+        whatever its credential could reach (a same-account key pair, the function's own role)."""
+        assert isinstance(model, S3Config)
+        if model.bucket.lower() in settings.stack_buckets:
+            return ConfigRefusal(OWN_BUCKET, "bucket")
+        return None
 
     @classmethod
     def open(cls, config: BaseModel, credential: str | None, *, external_id: str, settings: Settings,
