@@ -547,3 +547,43 @@ def sample_for(extension: str) -> bytes:
         **{ext: (lambda data=data: data) for ext, data in TEXT_SAMPLES.items()},
     }
     return generated[extension]()
+
+
+def pdf_with_ligatures(text: str) -> bytes:
+    """One page whose text is shown in a font that has the ligature glyphs (ﬁ ﬂ ﬃ), as typeset PDFs
+    carry them: PyMuPDF's built-in Droid Sans Fallback, subset so the file stays small."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_font(fontname="F1", fontbuffer=pymupdf.Font("cjk").buffer)
+    page.insert_text((72, 72), text, fontname="F1")
+    document.subset_fonts()
+    return document.tobytes(garbage=3, deflate=True)
+
+
+def pdf_with_blank_content(pages: int = 1) -> bytes:
+    """Born-digital pages that paint nothing a reader could see: a content stream holding only a
+    saved and restored graphics state, and a white rectangle (what some writers put on an empty page)."""
+    import pymupdf
+
+    document = pymupdf.open()
+    for _ in range(pages):
+        page = document.new_page()
+        page.draw_rect(page.rect, color=None, fill=(1, 1, 1))
+    return document.tobytes()
+
+
+def pdf_with_vector_letters() -> bytes:
+    """A page whose 'text' is drawn as black vector paths (outlined letters): no text layer, ink on the page."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page()
+    shape = page.new_shape()
+    for x in range(72, 400, 24):
+        shape.draw_line((x, 100), (x + 12, 130))
+        shape.draw_line((x + 12, 130), (x + 20, 100))
+    shape.finish(color=(0, 0, 0), width=2)
+    shape.commit()
+    return document.tobytes()

@@ -9,7 +9,16 @@ import time
 import zipfile
 
 import pytest
-from parsing_samples import budget, image_only_pdf, pdf_bytes, replace_zip_member, xlsx_bytes
+from parsing_samples import (
+    budget,
+    image_only_pdf,
+    pdf_bytes,
+    pdf_with_blank_content,
+    pdf_with_ligatures,
+    pdf_with_vector_letters,
+    replace_zip_member,
+    xlsx_bytes,
+)
 
 from sluice.errors import ScannedPdfError
 from sluice.parsing import ParsedDocument, extract, sniff, too_sparse
@@ -158,6 +167,24 @@ def test_a_pdf_of_images_fails_with_the_scanned_sentence() -> None:
 def test_a_pdf_of_empty_pages_is_empty_not_scanned() -> None:
     document = read(pdf_bytes(["", ""]), "blank.pdf")
     assert document.text == "" and document.preview is None
+
+
+def test_a_born_digital_page_that_paints_nothing_is_blank_not_scanned() -> None:
+    # A content stream that only fills the page white is no image of text: the chunk stage calls it sparse.
+    document = read(pdf_with_blank_content(pages=2), "blank.pdf")
+    assert document.text == ""
+
+
+def test_letters_drawn_as_paths_are_still_a_scan() -> None:
+    with pytest.raises(ScannedPdfError) as caught:
+        read(pdf_with_vector_letters(), "outlined.pdf")
+    assert caught.value.message == "Scanned PDF — 1 page found but no text could be extracted"
+
+
+def test_ligature_characters_are_read_as_their_letters() -> None:
+    # Typeset PDFs carry ﬁ, ﬂ and ﬃ as single characters: "office" and "Oberfläche" must match as written.
+    document = read(pdf_with_ligatures("the o\ufb03ce \ufb01le on the Oberfl\u00e4che \ufb02ows"), "typeset.pdf")
+    assert document.text == "the office file on the Oberfläche flows"
 
 
 def test_the_too_sparse_sentence_carries_the_word_count() -> None:
