@@ -25,6 +25,7 @@ from sluice.parsing.kinds import (
     primary_extension,
     supported_list,
 )
+from sluice.parsing.text import bomless_unicode
 from sluice.parsing.zip_directory import (
     ZipDirectoryError,
     find_entry,
@@ -403,10 +404,11 @@ def describe(data: bytes) -> str | None:
 def looks_binary(data: bytes) -> bool:
     """True when the sample is not text in any byte encoding: NULs or many control bytes.
 
-    A UTF-16/32 text carries NULs by design, so a byte-order mark exempts it. A stray NUL
+    A UTF-16/32 text carries NULs by design, so a byte-order mark, or the NUL pattern of such
+    text without one, exempts it. A stray NUL
     in real text is tolerated (R-PARSE-2 removes it); a sample made of them is not text.
     """
-    if data.startswith(_TEXT_BOMS):
+    if data.startswith(_TEXT_BOMS) or bomless_unicode(data) is not None:
         return False
     sample = data[:_BINARY_SAMPLE]
     if not sample:
