@@ -11,6 +11,8 @@ from sluice.parsing.images import ImageCollector, ImageOptions
 
 log = logging.getLogger(__name__)
 
+_DAMAGED = "This PDF could not be read: it is damaged or incomplete, and MuPDF's repair of its cross-reference table"
+
 
 def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = None) -> ParsedDocument:
     """The text; with ``images`` (image description on, R-PARSE-6) also the images pages show."""
@@ -22,11 +24,17 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
     # Plain text without TEXT_PRESERVE_LIGATURES: a typeset "ﬁ" (U+FB01) is read as "fi", so "office"
     # and "Oberfläche" match as a reader wrote them.
     flags = pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_LIGATURES
+    # Bytes before the header (a mail gateway's, a broken uploader's) shift every offset; MuPDF reads
+    # from the header on (sniff() found it within the first MiB).
+    start = data.find(b"%PDF-", 0, 1 << 20)
+    if start > 0:
+        data = data[start:]
     try:
+        # MuPDF rebuilds a damaged cross-reference table by scanning the objects as it opens.
         document = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:
         log.info("pymupdf could not open the PDF: %s", exc)
-        raise ParseError("This PDF could not be read: the file is damaged or incomplete.") from None
+        raise ParseError(f"{_DAMAGED} could not rebuild it.") from None
     with document:
         if document.needs_pass:
             raise EncryptedDocumentError("This PDF is password-protected. Remove the password and upload it again.")
@@ -37,7 +45,7 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
             )
         page_count = document.page_count
         if page_count == 0:
-            raise ParseError("This PDF could not be read: it has no pages.")
+            raise ParseError(f"{_DAMAGED} found no pages.")
         text = TextBudget(budget.max_chars)
         any_text = False
         any_content = False

@@ -122,6 +122,15 @@ def _read_as_note(filename: str, named: str, actual: str) -> str:
     return f"{_base_name(filename)} is named as {SPECS[named].label} but is {SPECS[actual].label}: it was read as one."
 
 
+def is_pdf(data: bytes) -> bool:
+    """A PDF's header opens its first KB, or, under a .pdf name, follows leading garbage within the
+    first MiB (a mail gateway's bytes, a broken uploader's): the reader starts from the header."""
+    if b"%PDF-" in data[:1024]:
+        return True
+    # Deeper in, only when the bytes are nothing else: a zip storing a PDF is a zip.
+    return b"%PDF-" in data[: 1 << 20] and identify(data) is None
+
+
 def identify(data: bytes) -> str | None:
     """The supported kind the bytes are, whatever the name says; None when they are none that can be
     told from content alone (plain text is told apart from other text kinds only by its name)."""
@@ -180,7 +189,7 @@ def _confirm(data: bytes, kind: str, extension: str, filename: str) -> None:
     if not data and family != "text":
         raise _refuse(filename, kind, data, "the file is empty")
     if kind == "pdf":
-        if b"%PDF-" not in data[:1024]:
+        if not is_pdf(data):
             raise _refuse(filename, kind, data)
     elif kind in ("doc", "xls", "msg"):
         _confirm_ole2(data, kind, filename)

@@ -587,3 +587,45 @@ def pdf_with_vector_letters() -> bytes:
     shape.finish(color=(0, 0, 0), width=2)
     shape.commit()
     return document.tobytes()
+
+
+def without_zip_member(data: bytes, name: str) -> bytes:
+    """The package with one member left out (its relationships still naming it)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            if item.filename != name:
+                target.writestr(item, source.read(item))
+    return out.getvalue()
+
+
+def docx_with_content_controls(rows: list[list[str]]) -> bytes:
+    """A table whose rows and cells sit inside content controls (w:sdt), as Word's cover pages and form
+    templates put them: one row wrapped whole, and in every other row each cell wrapped on its own."""
+    import docx
+    from docx.oxml.ns import qn
+    from lxml import etree
+
+    document = docx.Document()
+    grid = document.add_table(rows=len(rows), cols=len(rows[0]))
+    for r, row in enumerate(rows):
+        for c, value in enumerate(row):
+            grid.cell(r, c).text = value
+
+    def wrap(element: object) -> None:
+        sdt = etree.Element(qn("w:sdt"))
+        etree.SubElement(sdt, qn("w:sdtPr"))
+        content = etree.SubElement(sdt, qn("w:sdtContent"))
+        element.addprevious(sdt)  # type: ignore[attr-defined]
+        content.append(element)
+
+    table = grid._tbl
+    for r, tr in enumerate(list(table.iterchildren(qn("w:tr")))):
+        if r == 0:
+            wrap(tr)
+        else:
+            for tc in list(tr.iterchildren(qn("w:tc"))):
+                wrap(tc)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()

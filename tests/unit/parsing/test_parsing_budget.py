@@ -207,3 +207,21 @@ def test_an_image_has_no_text_and_no_preview() -> None:
 
     document = read(png_bytes(), "photo.png")
     assert document.text == "" and document.preview is None
+
+
+def test_a_pdf_behind_leading_garbage_is_found_and_read() -> None:
+    # Mail gateways and broken uploaders put bytes before the header: 4 KB of them here, past the first KB.
+    data = b"\x00\x13MIME-junk\r\n" * 300 + pdf_bytes(["The pump is serviced every spring."])
+    assert data.find(b"%PDF-") > 1024
+    assert read(data, "forwarded.pdf").text == "The pump is serviced every spring."
+
+
+def test_a_pdf_that_cannot_be_repaired_says_what_was_tried() -> None:
+    from sluice.errors import ParseError
+
+    with pytest.raises(ParseError) as caught:
+        read(b"%PDF-1.7\n" + b"\x8f\x02 not an object at all " * 50, "broken.pdf")
+    assert caught.value.message == (
+        "This PDF could not be read: it is damaged or incomplete, and MuPDF's repair of its "
+        "cross-reference table could not rebuild it."
+    )

@@ -21,7 +21,7 @@ from parsing_samples import (
     xlsx_bytes,
 )
 
-from sluice.errors import EncryptedDocumentError, ParseError, UnsupportedTypeError
+from sluice.errors import DocumentRefused, EncryptedDocumentError, ParseError, UnsupportedTypeError
 from sluice.parsing import ParsedDocument, extract, sniff
 
 
@@ -260,3 +260,25 @@ def test_an_external_dtd_is_never_loaded(tmp_path: Path) -> None:
     document = read(data, "a.xml")
     assert document.text == "visible"
     assert "SECRET" not in document.text
+
+
+def test_table_rows_and_cells_inside_content_controls_are_read() -> None:
+    from parsing_samples import docx_with_content_controls
+
+    data = docx_with_content_controls([["Title", "Annual safety report"], ["Author", "Ines Carvalho"]])
+    assert read(data, "cover.docx").text == "Title\tAnnual safety report\nAuthor\tInes Carvalho"
+
+
+def test_a_word_package_missing_an_optional_part_it_names_is_read() -> None:
+    from parsing_samples import without_zip_member
+
+    data = without_zip_member(docx_bytes(["Torque the bolts to 40 Nm."]), "word/webSettings.xml")
+    assert read(data, "bolts.docx").text == "Torque the bolts to 40 Nm."
+
+
+def test_a_word_package_missing_its_main_part_is_still_damaged() -> None:
+    from parsing_samples import without_zip_member
+
+    data = without_zip_member(docx_bytes(["gone"]), "word/document.xml")
+    with pytest.raises(DocumentRefused):
+        read(data, "gone.docx")
