@@ -8,6 +8,7 @@ main part, if present, is read as it is, and a missing main part still fails.
 
 from __future__ import annotations
 
+import functools
 import io
 import posixpath
 import re
@@ -28,8 +29,7 @@ def without_dangling_relationships(data: bytes) -> bytes | None:
             # "word/_rels/document.xml.rels" relates "word/document.xml": targets are relative to "word/".
             base = posixpath.dirname(posixpath.dirname(name))
             content = source.read(name)
-            kept = _RELATIONSHIP.sub(lambda m, base=base: b"" if _dangles(m.group(0), base, names) else m.group(0),
-                                     content)
+            kept = _RELATIONSHIP.sub(functools.partial(_keep, base=base, names=names), content)
             if kept != content:
                 rewritten[name] = kept
         if not rewritten:
@@ -39,6 +39,10 @@ def without_dangling_relationships(data: bytes) -> bytes | None:
             for item in source.infolist():
                 target.writestr(item, rewritten.get(item.filename) or source.read(item))
     return out.getvalue()
+
+
+def _keep(match: re.Match[bytes], *, base: str, names: set[str]) -> bytes:
+    return b"" if _dangles(match.group(0), base, names) else match.group(0)
 
 
 def _dangles(relationship: bytes, base: str, names: set[str]) -> bool:
