@@ -226,6 +226,10 @@ class DocumentOut(Body):
     completed_at: datetime | None
     image_description: ImageDescriptionOut | None = Field(
         None, description="With image description on (R-PARSE-6): images described and not, and why; else null.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the parse stage said besides the text: a file read as another kind than its name says "
+                    "(R-UP-6), a page or cell limit that stopped the reader (R-PARSE-1), a page it could not read.")
 
 
 def document_view(d: Document) -> DocumentOut:
@@ -242,6 +246,7 @@ def document_view(d: Document) -> DocumentOut:
         document_type=d.document_type, document_date=d.document_date, uploaded_by=d.uploaded_by,
         created_at=d.created_at, completed_at=d.completed_at,
         image_description=image_description_view(d.images_described, d.images_undescribed, d.image_note),
+        notes=d.parse_notes or [],
     )
 
 

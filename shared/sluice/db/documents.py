@@ -52,6 +52,8 @@ class Document:
     images_described: int | None = None
     images_undescribed: int | None = None
     image_note: str | None = None
+    # What the parse stage said besides the text (R-UP-6's "read as", R-PARSE-1's limits); None: nothing.
+    parse_notes: list[str] | None = None
 
     def is_current(self, attempt: int | None) -> bool:
         """Whether a stage event for ``attempt`` (any attempt, with None) may still act on this row."""
@@ -171,7 +173,7 @@ _UPDATABLE = {
     "status", "stage", "error_message", "vector_document_id", "chunk_count", "filetype", "filesize",
     "content_hash", "completed_at", "attempt", "storage_path", "last_failure", "source_etag", "source_sequencer",
     "progress_done", "progress_total", "redriven_attempt",
-    "images_described", "images_undescribed", "image_note",
+    "images_described", "images_undescribed", "image_note", "parse_notes",
 }
 
 

@@ -45,9 +45,10 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     if size > ctx.settings.max_upload_bytes:
         raise too_large(ctx.settings)
     kind = kb_kind(sniff(data, doc.filename))
+    kind_notes = [kind.note] if kind.note else []
     with ctx.uow() as conn:
         if not doc_repo.update(conn, doc.id, expect_attempt=attempt, filetype=kind.mime, filesize=size,
-                               content_hash=hashlib.sha256(data).hexdigest()):
+                               content_hash=hashlib.sha256(data).hexdigest(), parse_notes=kind_notes or None):
             return
     if kind.family == "archive":
         unpack_archive(ctx, doc, attempt, data, kind)
@@ -56,6 +57,9 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     # Off, the call is the one it always was: no image is looked at.
     parsed = extract_isolated(data, kind, ctx.budget) if images is None else extract_isolated(
         data, kind, ctx.budget, images)
+    if parsed.notes:
+        with ctx.uow() as conn:
+            doc_repo.update(conn, doc.id, expect_attempt=attempt, parse_notes=kind_notes + parsed.notes)
     if parsed.images or parsed.images_over_cap or parsed.images_unreadable:
         # The describe step (sluice.ingest.describe) puts the descriptions in and writes the rest.
         write_images(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)

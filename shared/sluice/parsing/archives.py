@@ -99,6 +99,11 @@ def _normalised(path: str) -> str:
     return "/".join(part for part in path.split("/") if part not in ("", "."))
 
 
+# The ratio limit applies past this much unpacked: a bomb is measured by what it costs to unpack, and a
+# tiny archive (tar pads to 10 KiB, a repeated line deflates to nothing) is over 100x and costs nothing.
+RATIO_FLOOR_BYTES = 1 << 20
+
+
 @dataclass
 class _Tally:
     """Counters shared by an archive and every archive inside it."""
@@ -130,7 +135,7 @@ class _Tally:
             raise self.refuse(
                 f"it unpacks to more than {_mib(self.budget.archive_max_bytes)} (stopped while reading {_show(path)})."
             )
-        if self.total > self.budget.archive_max_ratio * max(self.outer_size, 1):
+        if self.total > max(self.budget.archive_max_ratio * self.outer_size, RATIO_FLOOR_BYTES):
             raise self.refuse(
                 f"it unpacks to more than {self.budget.archive_max_ratio} times its own size "
                 f"(stopped while reading {_show(path)}), which is how decompression bombs work."

@@ -11,6 +11,9 @@ class FileKind:
     family: str
     mime: str
     extension: str
+    # Set when the content is another supported kind than the name says (R-UP-6): the sentence the
+    # document carries, e.g. "q3.xlsx is named as an Excel workbook (.xlsx) but is a legacy Excel …".
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,9 +128,14 @@ def extension_of(filename: str) -> str:
     return "." + ext
 
 
-def kind_for(kind: str, extension: str) -> FileKind:
+def kind_for(kind: str, extension: str, note: str | None = None) -> FileKind:
     spec = SPECS[kind]
-    return FileKind(kind=spec.kind, family=spec.family, mime=spec.mime, extension=extension)
+    return FileKind(kind=spec.kind, family=spec.family, mime=spec.mime, extension=extension, note=note)
+
+
+def primary_extension(kind: str) -> str:
+    """The extension a kind is first named by in EXTENSION_KINDS (".jpg" for jpg, ".tar.gz" for tar.gz)."""
+    return next(ext for ext, named in EXTENSION_KINDS.items() if named == kind)
 
 
 def supported_list() -> str:

@@ -11,6 +11,8 @@ from sluice.parsing.images import ImageCollector, ImageOptions
 
 log = logging.getLogger(__name__)
 
+_DAMAGED = "This PDF could not be read: it is damaged or incomplete, and MuPDF's repair of its cross-reference table"
+
 
 def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = None) -> ParsedDocument:
     """The text; with ``images`` (image description on, R-PARSE-6) also the images pages show."""
@@ -19,11 +21,20 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
     # MuPDF reports every repaired xref on stderr; the document is what matters here.
     pymupdf.TOOLS.mupdf_display_errors(False)
     pymupdf.TOOLS.mupdf_display_warnings(False)
+    # Plain text without TEXT_PRESERVE_LIGATURES: a typeset "ﬁ" (U+FB01) is read as "fi", so "office"
+    # and "Oberfläche" match as a reader wrote them.
+    flags = pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_LIGATURES
+    # Bytes before the header (a mail gateway's, a broken uploader's) shift every offset; MuPDF reads
+    # from the header on (sniff() found it within the first MiB).
+    start = data.find(b"%PDF-", 0, 1 << 20)
+    if start > 0:
+        data = data[start:]
     try:
+        # MuPDF rebuilds a damaged cross-reference table by scanning the objects as it opens.
         document = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:
         log.info("pymupdf could not open the PDF: %s", exc)
-        raise ParseError("This PDF could not be read: the file is damaged or incomplete.") from None
+        raise ParseError(f"{_DAMAGED} could not rebuild it.") from None
     with document:
         if document.needs_pass:
             raise EncryptedDocumentError("This PDF is password-protected. Remove the password and upload it again.")
@@ -34,7 +45,7 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
             )
         page_count = document.page_count
         if page_count == 0:
-            raise ParseError("This PDF could not be read: it has no pages.")
+            raise ParseError(f"{_DAMAGED} found no pages.")
         text = TextBudget(budget.max_chars)
         any_text = False
         any_content = False
@@ -46,9 +57,9 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
             loaded = None
             try:
                 page = loaded = document.load_page(index)
-                page_text = page.get_text("text")
-                if not any_content:
-                    any_content = bool(page.get_contents()) or bool(page.get_images(full=False))
+                page_text = page.get_text("text", flags=flags)
+                if not any_content and not page_text.strip():
+                    any_content = _has_ink(page)
             except Exception as exc:
                 # One malformed page should not lose the rest of the document.
                 log.info("pymupdf failed on page %d: %s", index + 1, exc)
@@ -70,11 +81,25 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
         if not any_text and any_content:
             # A page with content that yields no text is an image of text (or drawn letters).
             # Pages with no content at all are merely empty; the chunk stage calls that sparse.
-            raise ScannedPdfError(f"Scanned PDF — {page_count} pages found but no text could be extracted")
+            pages = f"{page_count} page" if page_count == 1 else f"{page_count:,} pages"
+            raise ScannedPdfError(f"Scanned PDF — {pages} found but no text could be extracted")
         if collector is None:
             return text.finish()
         return text.finish(images=collector.images, placements=collector.placements,
                            images_over_cap=collector.over_cap, images_unreadable=collector.unreadable)
+
+
+def _has_ink(page: object) -> bool:
+    """Whether a page with no text layer shows something: an image, or a path painted in a colour other
+    than white (outlined letters, a drawing). A content stream that paints nothing, or only white, is a
+    blank page, not a scan."""
+    if page.get_images(full=False):  # type: ignore[attr-defined]
+        return True
+    for drawing in page.get_drawings():  # type: ignore[attr-defined]
+        for colour in (drawing.get("fill"), drawing.get("color")):
+            if colour is not None and any(channel < 0.95 for channel in colour):
+                return True
+    return False
 
 
 def _collect(collector: ImageCollector, document: object, page: object, index: int, page_text: str,

@@ -1,9 +1,13 @@
 """Deciding a file's kind by its content and its name together (R-UP-6).
 
-The extension says what the file claims to be; the bytes must agree. A file
-that is not what its name says is refused with a sentence naming what it looks
-like, because a renamed program or archive is either a mistake the user can fix
-or an attempt to reach a parser with the wrong input.
+The extension says what the file claims to be; the bytes decide. People save
+files under the wrong name all the time, so a file whose content is another
+supported kind (an .xlsx that is an .xls, a .doc that is a .docx, a .pdf that is
+an HTML page) is read as what it is, with a note saying so. A file whose content
+is no supported kind, or cannot be identified where its name promises a binary
+format (a renamed program, a damaged container), is refused with a sentence
+naming both. Archive content is read as an archive only under an archive's name:
+a zip named as a document is refused, never unpacked.
 """
 
 from __future__ import annotations
@@ -11,8 +15,17 @@ from __future__ import annotations
 import io
 import zlib
 
-from sluice.errors import UnsupportedTypeError
-from sluice.parsing.kinds import EXTENSION_KINDS, SPECS, FileKind, extension_of, kind_for, supported_list
+from sluice.errors import EncryptedDocumentError, UnsupportedTypeError
+from sluice.parsing.kinds import (
+    EXTENSION_KINDS,
+    SPECS,
+    FileKind,
+    extension_of,
+    kind_for,
+    primary_extension,
+    supported_list,
+)
+from sluice.parsing.text import bomless_unicode
 from sluice.parsing.zip_directory import (
     ZipDirectoryError,
     find_entry,
@@ -80,13 +93,91 @@ def sniff(data: bytes, filename: str) -> FileKind:
         named = f"{extension} files" if extension else "files without an extension"
         looks_part = f" This one looks like {looks}." if looks else ""
         raise UnsupportedTypeError(f"Sluice cannot read {named}.{looks_part} Supported types: {supported_list()}.")
-    _confirm(data, kind, extension, filename)
+    try:
+        _confirm(data, kind, extension, filename)
+    except UnsupportedTypeError:
+        actual = identify(data)
+        if actual is None or actual == kind or not _may_read_as(kind, actual):
+            raise
+        return _read_as(actual, filename, kind)
+    if kind == "zip":
+        # A .docx, .xlsx or .odt is a zip too: renamed .zip, it is still read as the document it is.
+        actual = identify(data)
+        if actual is not None and actual != "zip":
+            return _read_as(actual, filename, kind)
     return kind_for(kind, extension)
+
+
+def _read_as(actual: str, filename: str, named: str) -> FileKind:
+    return kind_for(actual, primary_extension(actual), note=_read_as_note(filename, named, actual))
+
+
+def _may_read_as(named: str, actual: str) -> bool:
+    """Archive content is unpacked only under an archive's name (another archive's will do): a zip
+    named .docx is a damaged document or a disguise, never a folder of members to index."""
+    return SPECS[actual].family != "archive" or SPECS[named].family == "archive"
+
+
+def _read_as_note(filename: str, named: str, actual: str) -> str:
+    return f"{_base_name(filename)} is named as {SPECS[named].label} but is {SPECS[actual].label}: it was read as one."
+
+
+def is_pdf(data: bytes) -> bool:
+    """A PDF's header opens its first KB, or, under a .pdf name, follows leading garbage within the
+    first MiB (a mail gateway's bytes, a broken uploader's): the reader starts from the header."""
+    if b"%PDF-" in data[:1024]:
+        return True
+    # Deeper in, only when the bytes are nothing else: a zip storing a PDF is a zip.
+    return b"%PDF-" in data[: 1 << 20] and identify(data) is None
+
+
+def identify(data: bytes) -> str | None:
+    """The supported kind the bytes are, whatever the name says; None when they are none that can be
+    told from content alone (plain text is told apart from other text kinds only by its name)."""
+    if data.startswith(b"%PDF-"):
+        return "pdf"
+    if data.startswith(OLE2_MAGIC):
+        found = ole2_kind(_ole_streams(data) or [])
+        return found if found in SPECS else None
+    if is_zip(data):
+        content_types = _zip_member_head(data, "[Content_Types].xml")
+        if content_types is not None:
+            return next((k for k, main in OOXML_MAIN_TYPES.items() if main in content_types), None)
+        mimetype = _zip_member_head(data, "mimetype")
+        if mimetype is not None:
+            return next((k for k, mime in ODF_MIMES.items() if _is_odf(mimetype, mime)), None)
+        return "zip"
+    if data.startswith(GZIP_MAGIC):
+        try:
+            head = zlib.decompressobj(31).decompress(data[:65536], 512)
+        except zlib.error:
+            return None
+        return "tar.gz" if looks_like_tar(head) else None
+    image = image_kind(data)
+    if image:
+        return image
+    if looks_binary(data):
+        return None
+    return _markup_kind(data)
+
+
+def _markup_kind(data: bytes) -> str | None:
+    """HTML or XML by how the text opens (after a byte-order mark and white space)."""
+    head = data[:1024].lstrip(b"\xef\xbb\xbf").lstrip().lower()
+    if head.startswith((b"<!doctype html", b"<html")):
+        return "html"
+    if head.startswith(b"<?xml"):
+        return "xml"
+    return None
+
+
+def _base_name(filename: str) -> str:
+    return filename.replace("\\", "/").rsplit("/", 1)[-1] or "The file"
 
 
 def _refuse(filename: str, kind: str, data: bytes, why: str | None = None) -> UnsupportedTypeError:
     label = SPECS[kind].label
-    name = filename.replace("\\", "/").rsplit("/", 1)[-1] or "The file"
+    name = _base_name(filename)
     if why is None:
         looks = describe(data)
         why = f"it looks like {looks}" if looks else "its content does not match that type"
@@ -98,7 +189,7 @@ def _confirm(data: bytes, kind: str, extension: str, filename: str) -> None:
     if not data and family != "text":
         raise _refuse(filename, kind, data, "the file is empty")
     if kind == "pdf":
-        if b"%PDF-" not in data[:1024]:
+        if not is_pdf(data):
             raise _refuse(filename, kind, data)
     elif kind in ("doc", "xls", "msg"):
         _confirm_ole2(data, kind, filename)
@@ -137,6 +228,11 @@ def _confirm_ole2(data: bytes, kind: str, filename: str) -> None:
     if streams is None:
         raise _refuse(filename, kind, data, "its Office container is damaged and cannot be opened")
     found = ole2_kind(streams)
+    if found == "encrypted-ooxml":
+        # A password-protected .docx/.xlsx/.pptx under a legacy name: the password is what stops it.
+        raise EncryptedDocumentError(
+            "This file is an Office document protected with a password. Remove the password and upload it again."
+        )
     if found != kind:
         looks = _ole2_label(found)
         raise _refuse(filename, kind, data, f"it looks like {looks}")
@@ -198,12 +294,17 @@ def _confirm_odf(data: bytes, kind: str, filename: str) -> None:
         mimetype = manifest if b'manifest:full-path="/"' in manifest else None
     if mimetype is None:
         raise _refuse(filename, kind, data, "it is a zip archive without the parts of an OpenDocument file")
-    if ODF_MIMES[kind] in mimetype and ODF_MIMES[kind] + b"-template" not in mimetype:
+    if _is_odf(mimetype, ODF_MIMES[kind]):
         return
     for other, mime in ODF_MIMES.items():
         if mime in mimetype:
             raise _refuse(filename, kind, data, f"it looks like {SPECS[other].label}")
     raise _refuse(filename, kind, data, "it is an OpenDocument file of a kind Sluice does not read")
+
+
+def _is_odf(mimetype: bytes, mime: bytes) -> bool:
+    """The document itself, not its template (an .ott is no .odt)."""
+    return mime in mimetype and mime + b"-template" not in mimetype
 
 
 def is_zip(data: bytes) -> bool:
@@ -312,10 +413,11 @@ def describe(data: bytes) -> str | None:
 def looks_binary(data: bytes) -> bool:
     """True when the sample is not text in any byte encoding: NULs or many control bytes.
 
-    A UTF-16/32 text carries NULs by design, so a byte-order mark exempts it. A stray NUL
+    A UTF-16/32 text carries NULs by design, so a byte-order mark, or the NUL pattern of such
+    text without one, exempts it. A stray NUL
     in real text is tolerated (R-PARSE-2 removes it); a sample made of them is not text.
     """
-    if data.startswith(_TEXT_BOMS):
+    if data.startswith(_TEXT_BOMS) or bomless_unicode(data) is not None:
         return False
     sample = data[:_BINARY_SAMPLE]
     if not sample:

@@ -5,13 +5,16 @@ Decoding, decided once for all text kinds:
 * A byte-order mark wins: UTF-8, UTF-16 (LE/BE) and UTF-32 (LE/BE) files are decoded
   by their BOM. Windows writes "Unicode" text as UTF-16 with a BOM, and a BOM cannot
   be mistaken for anything else, so refusing those files would only punish users.
+  UTF-16 and UTF-32 without a BOM (what some exporters write) are told by their NUL
+  bytes: one lane of every code unit zero, the other never.
 * Otherwise the bytes must be UTF-8 — except plain text, Markdown, CSV and HTML, where a
   file in a legacy single-byte or East Asian encoding (Windows-1252, KOI8, Shift-JIS…)
   is recognised by ``charset_normalizer`` and decoded when the guess is confident.
   Those files are common exports and their users cannot tell what encoding they are in.
 * JSON is UTF-8 by definition (RFC 8259 §8.1) and must parse; invalid JSON is refused.
 * XML is decoded by its BOM or its declared ``encoding``, then parsed with expat with
-  every entity declaration refused and nothing external ever loaded.
+  every entity that expands refused (unparsed NDATA ones expand nothing) and nothing
+  external ever loaded.
 * Bytes that fit none of these are refused with a sentence; they are never indexed as
   replacement characters.
 """
@@ -48,6 +51,32 @@ def bom_encoding(data: bytes) -> tuple[str, int] | None:
     return None
 
 
+def bomless_unicode(data: bytes) -> str | None:
+    """UTF-32 or UTF-16 (LE or BE) written without a byte-order mark, told by where the NULs fall: a
+    text's characters share a few high bytes (0x00 for ASCII and Latin-1, 0x03 Greek, 0x04 Cyrillic), so
+    the high lane of its code units is often zero and the low lane almost never is. Binary data has NULs
+    in every lane alike. None for anything else, or when the bytes do not decode."""
+    sample = data[:8192]
+    sample = sample[: len(sample) - len(sample) % 4]
+    if len(sample) < 8:
+        return None
+    quads = len(sample) // 4
+    lane = [sample[i::4].count(0) / quads for i in range(4)]
+    if min(lane[2], lane[3]) > 0.9 and lane[1] > 0.3 and lane[0] < 0.02:
+        found = "utf-32-le"
+    elif min(lane[0], lane[1]) > 0.9 and lane[2] > 0.3 and lane[3] < 0.02:
+        found = "utf-32-be"
+    elif min(lane[1], lane[3]) > 0.3 and max(lane[0], lane[2]) < 0.02:
+        found = "utf-16-le"
+    elif min(lane[0], lane[2]) > 0.3 and max(lane[1], lane[3]) < 0.02:
+        found = "utf-16-be"
+    else:
+        return None
+    unit = 4 if found.startswith("utf-32") else 2
+    decoded = _decode_with(data[: len(data) - len(data) % unit], found)
+    return found if decoded is not None and "\x00" not in decoded else None
+
+
 def _decode_with(data: bytes, encoding: str) -> str | None:
     try:
         return data.decode(encoding)
@@ -80,6 +109,9 @@ def decode_text(data: bytes, *, allow_legacy: bool, declared: str | None = None,
             name = encoding.upper()
             raise ParseError(f"This file starts with a {name} byte-order mark but is not valid {name}.")
         return text
+    bomless = bomless_unicode(data)
+    if bomless is not None:
+        return data.decode(bomless, errors="replace")
     if prefer_utf8 or not declared:
         # Valid multi-byte UTF-8 is almost never an accident, so it beats a label that
         # an editor copied from a template (pages labelled iso-8859-1 and saved as UTF-8).
@@ -178,7 +210,7 @@ def xml_text(decoded: str, text: TextBudget) -> None:
     """Element text in document order, one line per element, with entities refused.
 
     expat is used directly: no DTD is loaded (parameter-entity parsing stays off), an
-    entity declaration of any kind stops the parse, and there is no handler that could
+    entity declaration that could expand into the text stops the parse, and there is no handler that could
     fetch an external reference — the protections defusedxml adds, with nothing else.
     """
     parser = expat.ParserCreate()
@@ -192,11 +224,14 @@ def xml_text(decoded: str, text: TextBudget) -> None:
             if not text.add(line):
                 raise _Stop
 
-    def refuse_entity(*_args: object) -> None:
-        raise _XmlUnsafe
+    def refuse_entity(_name: str, _parameter: int, _value: str | None, _base: str | None, _system: str | None,
+                      _public: str | None, notation: str | None) -> None:
+        # An unparsed (NDATA) entity only names a file for an application: nothing expands into the
+        # text, so only the entities that do (internal, external parsed, parameter) are refused.
+        if notation is None:
+            raise _XmlUnsafe
 
     parser.EntityDeclHandler = refuse_entity
-    parser.UnparsedEntityDeclHandler = refuse_entity
     parser.StartElementHandler = lambda _name, _attrs: flush()
     parser.EndElementHandler = lambda _name: flush()
     parser.CharacterDataHandler = pending.append

@@ -17,6 +17,7 @@ from typing import Any
 from sluice.errors import ParseError
 from sluice.parsing.budget import ParseBudget, TextBudget
 from sluice.parsing.document import ParsedDocument
+from sluice.parsing.packages import without_dangling_relationships
 from sluice.parsing.strict_ooxml import as_transitional
 
 log = logging.getLogger(__name__)
@@ -51,12 +52,20 @@ def read_docx(data: bytes, budget: ParseBudget) -> ParsedDocument:
     from docx.opc.package import OpcPackage
 
     try:
-        package = OpcPackage.open(io.BytesIO(as_transitional(data)))
+        data = as_transitional(data)
+        package = OpcPackage.open(io.BytesIO(data))
+    except KeyError:
+        # A relationship to a part the package does not hold (an optional webSettings.xml left out).
+        package = _open_without_dangling(OpcPackage, data)
+    except Exception as exc:
+        log.info("python-docx could not open the document: %s", exc)
+        raise _damaged() from None
+    try:
         main = package.main_document_part
         body_root = _element_of(main)
     except Exception as exc:
-        log.info("python-docx could not open the document: %s", exc)
-        raise ParseError("This Word document could not be read: the file is damaged or incomplete.") from None
+        log.info("python-docx found no main document part: %s", exc)
+        raise _damaged() from None
     text = TextBudget(budget.max_chars)
     try:
         _emit(_blocks(body_root, main), text)
@@ -74,6 +83,23 @@ def read_docx(data: bytes, budget: ParseBudget) -> ParsedDocument:
     except RecursionError:
         raise ParseError("This Word document nests its content too deeply to be read.") from None
     return text.finish()
+
+
+def _damaged() -> ParseError:
+    return ParseError("This Word document could not be read: the file is damaged or incomplete.")
+
+
+def _open_without_dangling(opener: Any, data: bytes) -> Any:
+    try:
+        repaired = without_dangling_relationships(data)
+        if repaired is None:
+            raise _damaged()
+        return opener.open(io.BytesIO(repaired))
+    except ParseError:
+        raise
+    except Exception as exc:
+        log.info("python-docx could not open the document without its dangling relationships: %s", exc)
+        raise _damaged() from None
 
 
 def _element_of(part: Any) -> Any:
@@ -104,10 +130,8 @@ def _blocks(element: Any, part: Any) -> Iterator[str]:
             for box in boxes:
                 yield from _blocks(box, part)
         elif name == "tbl":
-            for row in child:
-                if _local(row.tag) != "tr":
-                    continue
-                cells = [_cell_text(cell, part) for cell in row if _local(cell.tag) == "tc"]
+            for row in _wrapped(child, "tr"):
+                cells = [_cell_text(cell, part) for cell in _wrapped(row, "tc")]
                 yield _CELL_SEPARATOR.join(cells)
         elif name == "altChunk":
             yield from _alt_chunk(child, part)
@@ -119,6 +143,21 @@ def _blocks(element: Any, part: Any) -> Iterator[str]:
                       "footnote", "endnote", "comment", "hdr", "ftr", "body", "footnotes",
                       "endnotes", "comments"):  # fmt: skip
             yield from _blocks(child, part)
+
+
+# What may wrap a table's rows, or a row's cells, without being one: content controls (Word's cover
+# pages and form templates put every cell in one), custom XML and tracked insertions.
+_ROW_WRAPPERS = ("sdt", "sdtContent", "customXml", "ins", "moveTo")
+
+
+def _wrapped(element: Any, name: str) -> Iterator[Any]:
+    """The ``name`` children of ``element``, including those inside wrappers."""
+    for child in element:
+        local = _local(child.tag)
+        if local == name:
+            yield child
+        elif local in _ROW_WRAPPERS:
+            yield from _wrapped(child, name)
 
 
 def _choice(alternate: Any) -> Any:

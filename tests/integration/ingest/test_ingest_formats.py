@@ -143,3 +143,26 @@ def test_an_archive_unpacked_into_a_full_pool_fails_with_the_room_left(harness):
     assert "would add 6 documents" in failed.error_message and "room for 4 more" in failed.error_message
     with transaction() as conn:
         assert doc_repo.count_for_kb(conn, h.kb.id) == 1
+
+
+def test_a_file_under_another_supported_kinds_name_is_indexed_as_what_it_is_with_a_note(harness):
+    # R-UP-6 (revised 2026-12-02): a legacy .xls saved as .xlsx is read as the .xls it is, and says so.
+    from tests.unit.parsing.parsing_samples import xls_bytes
+
+    h = harness
+    doc_id = h.upload("q3-budget.xlsx", xls_bytes({"Budget": [["heating oil", 1250.0], ["boathouse repairs", 880.0]]}))
+    h.run_pipeline(doc_id)
+    doc = h.document(doc_id)
+    assert doc.status == "done", doc.error_message
+    assert doc.filetype == "application/vnd.ms-excel" and h.chunk_count(doc_id) > 0
+    assert doc.parse_notes == [
+        "q3-budget.xlsx is named as an Excel workbook (.xlsx) but is a legacy Excel workbook (.xls): "
+        "it was read as one."
+    ]
+
+
+def test_a_file_read_as_its_name_says_has_no_notes(harness):
+    h = harness
+    doc_id = h.upload("rotation.md", paragraphs(3))
+    h.run_pipeline(doc_id)
+    assert h.document(doc_id).parse_notes is None

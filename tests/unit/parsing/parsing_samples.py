@@ -547,3 +547,85 @@ def sample_for(extension: str) -> bytes:
         **{ext: (lambda data=data: data) for ext, data in TEXT_SAMPLES.items()},
     }
     return generated[extension]()
+
+
+def pdf_with_ligatures(text: str) -> bytes:
+    """One page whose text is shown in a font that has the ligature glyphs (ﬁ ﬂ ﬃ), as typeset PDFs
+    carry them: PyMuPDF's built-in Droid Sans Fallback, subset so the file stays small."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_font(fontname="F1", fontbuffer=pymupdf.Font("cjk").buffer)
+    page.insert_text((72, 72), text, fontname="F1")
+    document.subset_fonts()
+    return document.tobytes(garbage=3, deflate=True)
+
+
+def pdf_with_blank_content(pages: int = 1) -> bytes:
+    """Born-digital pages that paint nothing a reader could see: a content stream holding only a
+    saved and restored graphics state, and a white rectangle (what some writers put on an empty page)."""
+    import pymupdf
+
+    document = pymupdf.open()
+    for _ in range(pages):
+        page = document.new_page()
+        page.draw_rect(page.rect, color=None, fill=(1, 1, 1))
+    return document.tobytes()
+
+
+def pdf_with_vector_letters() -> bytes:
+    """A page whose 'text' is drawn as black vector paths (outlined letters): no text layer, ink on the page."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page()
+    shape = page.new_shape()
+    for x in range(72, 400, 24):
+        shape.draw_line((x, 100), (x + 12, 130))
+        shape.draw_line((x + 12, 130), (x + 20, 100))
+    shape.finish(color=(0, 0, 0), width=2)
+    shape.commit()
+    return document.tobytes()
+
+
+def without_zip_member(data: bytes, name: str) -> bytes:
+    """The package with one member left out (its relationships still naming it)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for item in source.infolist():
+            if item.filename != name:
+                target.writestr(item, source.read(item))
+    return out.getvalue()
+
+
+def docx_with_content_controls(rows: list[list[str]]) -> bytes:
+    """A table whose rows and cells sit inside content controls (w:sdt), as Word's cover pages and form
+    templates put them: one row wrapped whole, and in every other row each cell wrapped on its own."""
+    import docx
+    from docx.oxml.ns import qn
+    from lxml import etree
+
+    document = docx.Document()
+    grid = document.add_table(rows=len(rows), cols=len(rows[0]))
+    for r, row in enumerate(rows):
+        for c, value in enumerate(row):
+            grid.cell(r, c).text = value
+
+    def wrap(element: object) -> None:
+        sdt = etree.Element(qn("w:sdt"))
+        etree.SubElement(sdt, qn("w:sdtPr"))
+        content = etree.SubElement(sdt, qn("w:sdtContent"))
+        element.addprevious(sdt)  # type: ignore[attr-defined]
+        content.append(element)
+
+    table = grid._tbl
+    for r, tr in enumerate(list(table.iterchildren(qn("w:tr")))):
+        if r == 0:
+            wrap(tr)
+        else:
+            for tc in list(tr.iterchildren(qn("w:tc"))):
+                wrap(tc)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()

@@ -9,7 +9,16 @@ import time
 import zipfile
 
 import pytest
-from parsing_samples import budget, image_only_pdf, pdf_bytes, replace_zip_member, xlsx_bytes
+from parsing_samples import (
+    budget,
+    image_only_pdf,
+    pdf_bytes,
+    pdf_with_blank_content,
+    pdf_with_ligatures,
+    pdf_with_vector_letters,
+    replace_zip_member,
+    xlsx_bytes,
+)
 
 from sluice.errors import ScannedPdfError
 from sluice.parsing import ParsedDocument, extract, sniff, too_sparse
@@ -160,6 +169,24 @@ def test_a_pdf_of_empty_pages_is_empty_not_scanned() -> None:
     assert document.text == "" and document.preview is None
 
 
+def test_a_born_digital_page_that_paints_nothing_is_blank_not_scanned() -> None:
+    # A content stream that only fills the page white is no image of text: the chunk stage calls it sparse.
+    document = read(pdf_with_blank_content(pages=2), "blank.pdf")
+    assert document.text == ""
+
+
+def test_letters_drawn_as_paths_are_still_a_scan() -> None:
+    with pytest.raises(ScannedPdfError) as caught:
+        read(pdf_with_vector_letters(), "outlined.pdf")
+    assert caught.value.message == "Scanned PDF — 1 page found but no text could be extracted"
+
+
+def test_ligature_characters_are_read_as_their_letters() -> None:
+    # Typeset PDFs carry ﬁ, ﬂ and ﬃ as single characters: "office" and "Oberfläche" must match as written.
+    document = read(pdf_with_ligatures("the o\ufb03ce \ufb01le on the Oberfl\u00e4che \ufb02ows"), "typeset.pdf")
+    assert document.text == "the office file on the Oberfläche flows"
+
+
 def test_the_too_sparse_sentence_carries_the_word_count() -> None:
     error = too_sparse(ParsedDocument(text="just three words").word_count)
     assert error.message.startswith("Document is too sparse to index")
@@ -180,3 +207,21 @@ def test_an_image_has_no_text_and_no_preview() -> None:
 
     document = read(png_bytes(), "photo.png")
     assert document.text == "" and document.preview is None
+
+
+def test_a_pdf_behind_leading_garbage_is_found_and_read() -> None:
+    # Mail gateways and broken uploaders put bytes before the header: 4 KB of them here, past the first KB.
+    data = b"\x00\x13MIME-junk\r\n" * 300 + pdf_bytes(["The pump is serviced every spring."])
+    assert data.find(b"%PDF-") > 1024
+    assert read(data, "forwarded.pdf").text == "The pump is serviced every spring."
+
+
+def test_a_pdf_that_cannot_be_repaired_says_what_was_tried() -> None:
+    from sluice.errors import ParseError
+
+    with pytest.raises(ParseError) as caught:
+        read(b"%PDF-1.7\n" + b"\x8f\x02 not an object at all " * 50, "broken.pdf")
+    assert caught.value.message == (
+        "This PDF could not be read: it is damaged or incomplete, and MuPDF's repair of its "
+        "cross-reference table could not rebuild it."
+    )

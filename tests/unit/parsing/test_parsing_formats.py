@@ -21,7 +21,7 @@ from parsing_samples import (
     xlsx_bytes,
 )
 
-from sluice.errors import EncryptedDocumentError, ParseError
+from sluice.errors import DocumentRefused, EncryptedDocumentError, ParseError, UnsupportedTypeError
 from sluice.parsing import ParsedDocument, extract, sniff
 
 
@@ -222,6 +222,37 @@ def test_xml_entity_declarations_are_refused(doctype: str) -> None:
         read(data, "bomb.xml")
 
 
+def test_unparsed_ndata_entities_expand_nothing_and_are_read() -> None:
+    # An NDATA entity names a file (an image) for an application; no parser substitutes it into text.
+    data = (
+        b'<?xml version="1.0"?><!DOCTYPE manual [<!NOTATION png SYSTEM "image/png">'
+        b'<!ENTITY logo SYSTEM "logo.png" NDATA png><!ATTLIST figure src ENTITY #IMPLIED>]>'
+        b'<manual><figure src="logo"/><p>Lift the lid before descaling.</p></manual>'
+    )
+    assert read(data, "manual.xml").text == "Lift the lid before descaling."
+
+
+def test_a_parsed_entity_beside_an_ndata_one_is_still_refused() -> None:
+    data = (
+        b'<?xml version="1.0"?><!DOCTYPE d [<!NOTATION png SYSTEM "image/png">'
+        b'<!ENTITY logo SYSTEM "logo.png" NDATA png><!ENTITY a "aaaa">]><d>&a;</d>'
+    )
+    with pytest.raises(ParseError, match="declares entities"):
+        read(data, "mixed.xml")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_utf16_and_utf32_text_without_a_byte_order_mark_is_read(encoding: str) -> None:
+    text = "Der Wärmetauscher wird jährlich geprüft.\nΗ αντλία ελέγχεται κάθε μήνα.\n" * 20
+    assert read(text.encode(encoding), "export.txt").text == text
+
+
+def test_binary_data_with_scattered_nuls_is_still_binary() -> None:
+    noise = random.Random(7).randbytes(4096)
+    with pytest.raises(UnsupportedTypeError, match="binary data"):
+        sniff(noise, "data.txt")
+
+
 def test_an_external_dtd_is_never_loaded(tmp_path: Path) -> None:
     dtd = tmp_path / "secret.dtd"
     dtd.write_text('<!ENTITY leak "SECRET-FROM-DISK">')
@@ -229,3 +260,25 @@ def test_an_external_dtd_is_never_loaded(tmp_path: Path) -> None:
     document = read(data, "a.xml")
     assert document.text == "visible"
     assert "SECRET" not in document.text
+
+
+def test_table_rows_and_cells_inside_content_controls_are_read() -> None:
+    from parsing_samples import docx_with_content_controls
+
+    data = docx_with_content_controls([["Title", "Annual safety report"], ["Author", "Ines Carvalho"]])
+    assert read(data, "cover.docx").text == "Title\tAnnual safety report\nAuthor\tInes Carvalho"
+
+
+def test_a_word_package_missing_an_optional_part_it_names_is_read() -> None:
+    from parsing_samples import without_zip_member
+
+    data = without_zip_member(docx_bytes(["Torque the bolts to 40 Nm."]), "word/webSettings.xml")
+    assert read(data, "bolts.docx").text == "Torque the bolts to 40 Nm."
+
+
+def test_a_word_package_missing_its_main_part_is_still_damaged() -> None:
+    from parsing_samples import without_zip_member
+
+    data = without_zip_member(docx_bytes(["gone"]), "word/document.xml")
+    with pytest.raises(DocumentRefused):
+        read(data, "gone.docx")

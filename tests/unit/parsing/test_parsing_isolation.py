@@ -24,7 +24,7 @@ def test_a_refusal_in_the_child_comes_back_as_the_same_class_and_sentence() -> N
     data = image_only_pdf(pages=1)
     with pytest.raises(ScannedPdfError) as caught:
         extract_isolated(data, sniff(data, "scan.pdf"), budget())
-    assert caught.value.message == "Scanned PDF — 1 pages found but no text could be extracted"
+    assert caught.value.message == "Scanned PDF — 1 page found but no text could be extracted"
 
 
 def test_a_child_that_hangs_is_killed_at_the_timeout(monkeypatch: pytest.MonkeyPatch) -> None:

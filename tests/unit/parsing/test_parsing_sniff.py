@@ -84,16 +84,13 @@ def test_content_and_name_agree_and_the_canonical_mime_is_resolved(
             "letter.docx",
             "zip archive without the parts of an Office document",
         ),
-        (docx_bytes(["x"]), "sheet.xlsx", "looks like a Word document"),
-        (xlsx_bytes({"S": [[1]]}), "letter.docx", "looks like an Excel workbook"),
-        (pdf_bytes(["x"]), "letter.docx", "looks like a PDF"),
         (b"\x00\x01\x02\x03" * 500, "data.txt", "binary data"),
-        (b"%PDF-1.7\n" + b"\x00" * 100, "data.csv", "looks like a PDF"),
-        (zip_bytes([("a.txt", b"a")]), "archive.tar.gz", "looks like a zip archive"),
         (gzip.compress(b"just one compressed text"), "logs.tar.gz", "gzip-compressed file that is not a tar archive"),
-        (png_bytes(), "photo.jpg", "looks like a PNG image"),
         (b"", "empty.pdf", "the file is empty"),
-        (odt_bytes(["x"]), "a.ods", "looks like an OpenDocument text document"),
+        (b"plain prose that is no PDF at all\n" * 10, "report.pdf", "its content does not match that type"),
+        # Archive content under a document's name is refused, never unpacked.
+        (zip_bytes([("a.txt", b"a")]), "letter.docx", "zip archive without the parts of an Office document"),
+        (zip_bytes([("a.txt", b"a")]), "scan.pdf", "looks like a zip archive"),
     ],
 )
 def test_a_file_that_is_not_what_its_name_says_is_refused_naming_what_it_looks_like(
@@ -103,6 +100,38 @@ def test_a_file_that_is_not_what_its_name_says_is_refused_naming_what_it_looks_l
         sniff(data, name)
     assert words in caught.value.message
     assert caught.value.code == "UNSUPPORTED_TYPE"
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "kind", "note"),
+    [
+        (docx_bytes(["x"]), "sheet.xlsx", "docx",
+         "sheet.xlsx is named as an Excel workbook (.xlsx) but is a Word document (.docx): it was read as one."),
+        (xlsx_bytes({"S": [[1]]}), "letter.docx", "xlsx",
+         "letter.docx is named as a Word document (.docx) but is an Excel workbook (.xlsx): it was read as one."),
+        (pdf_bytes(["x"]), "letter.docx", "pdf",
+         "letter.docx is named as a Word document (.docx) but is a PDF: it was read as one."),
+        (pdf_bytes(["x"]), "data.csv", "pdf", "data.csv is named as a CSV file but is a PDF: it was read as one."),
+        (zip_bytes([("a.txt", b"a")]), "archive.tar.gz", "zip",
+         "archive.tar.gz is named as a gzip-compressed tar archive but is a zip archive: it was read as one."),
+        (docx_bytes(["x"]), "letter.zip", "docx",
+         "letter.zip is named as a zip archive but is a Word document (.docx): it was read as one."),
+        (png_bytes(), "photo.jpg", "png", "photo.jpg is named as a JPEG image but is a PNG image: it was read as one."),
+        (odt_bytes(["x"]), "a.ods", "odt",
+         "a.ods is named as an OpenDocument spreadsheet but is an OpenDocument text document: it was read as one."),
+        (b"<!DOCTYPE html><html><body><p>Saved from a browser</p></body></html>", "page.pdf", "html",
+         "page.pdf is named as a PDF but is an HTML page: it was read as one."),
+    ],
+)
+def test_a_supported_kind_under_another_name_is_read_as_itself_with_a_note(
+    data: bytes, name: str, kind: str, note: str
+) -> None:
+    found = sniff(data, name)
+    assert (found.kind, found.note) == (kind, note)
+
+
+def test_a_file_that_is_what_its_name_says_carries_no_note() -> None:
+    assert sniff(docx_bytes(["x"]), "letter.docx").note is None
 
 
 def test_an_unknown_extension_is_refused_listing_what_is_supported() -> None:
@@ -145,10 +174,26 @@ def test_legacy_office_files_are_told_apart_by_their_streams() -> None:
     xls = xls_bytes({"Sheet": [["a", 1.0]]})
     msg = msg_bytes("s", "b", "f", "t")
     assert (sniff(doc, "a.doc").kind, sniff(xls, "a.xls").kind, sniff(msg, "a.msg").kind) == ("doc", "xls", "msg")
-    with pytest.raises(UnsupportedTypeError, match="looks like a legacy Word document"):
-        sniff(doc, "a.xls")
-    with pytest.raises(UnsupportedTypeError, match="looks like an Outlook message"):
-        sniff(msg, "a.doc")
+    assert (sniff(doc, "a.xls").kind, sniff(msg, "a.doc").kind) == ("doc", "msg")
+    assert sniff(xls, "q3.xlsx").note == (
+        "q3.xlsx is named as an Excel workbook (.xlsx) but is a legacy Excel workbook (.xls): it was read as one."
+    )
+    with pytest.raises(UnsupportedTypeError, match="an Office .OLE2. file of a kind Sluice does not read"):
+        sniff(cfb_bytes({"Other": b"\0" * 4096}), "a.doc")
+
+
+def test_an_encrypted_office_package_under_a_legacy_name_gets_the_password_sentence() -> None:
+    from parsing_samples import cfb_bytes
+
+    from sluice.errors import EncryptedDocumentError
+
+    wrapped = cfb_bytes({"EncryptionInfo": b"\x04\x00" + b"\0" * 4094, "EncryptedPackage": b"\0" * 4096})
+    for name in ("contract.doc", "budget.xls"):
+        with pytest.raises(EncryptedDocumentError) as caught:
+            sniff(wrapped, name)
+        assert caught.value.message == (
+            "This file is an Office document protected with a password. Remove the password and upload it again."
+        )
 
 
 def test_every_extension_of_the_spec_is_supported_in_its_family_and_has_a_reader() -> None:
