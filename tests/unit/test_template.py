@@ -153,14 +153,49 @@ def test_no_function_may_act_on_every_resource(raw):
     assert checked > 20
 
 
+def _actions(statement):
+    return [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+
+
+def _readable_secret_kinds(raw, function):
+    """The sluice:provider values whose secrets a function's role may read (GetSecretValue), the
+    database secret aside; "ANY" for a statement that reads secrets whatever their tag says."""
+    kinds = set()
+    for statement in _allow_statements(raw, raw["Resources"][function]["Properties"]["Policies"]):
+        if "Template" in statement or "secretsmanager:GetSecretValue" not in _actions(statement):
+            continue
+        if statement is raw["Resources"]["DatabaseSecretReadPolicy"]["Properties"]["PolicyDocument"]["Statement"][0]:
+            continue
+        tag = (statement.get("Condition") or {}).get("StringEquals", {}).get("secretsmanager:ResourceTag/sluice:provider")
+        if tag is None:
+            kinds.add("ANY")
+        else:
+            kinds.update([tag] if isinstance(tag, str) else tag)
+    return kinds
+
+
+def test_each_role_reads_only_the_kinds_of_secret_it_uses(raw):
+    # A tenant's aws_credentials sync secret, or another tenant's embedding key, is not for the
+    # search, embed or chat worker functions: each reads the kinds it binds (issue 26, finding 9).
+    # Keyed embedding and image-description providers are openai only (the tag a bound key carries):
+    from sluice.access.keys import KEYED_PROVIDERS
+    from sluice.sync.connectors.s3 import SECRET_KIND
+
+    assert KEYED_PROVIDERS == {"openai"} and SECRET_KIND == "aws_credentials"
+    readers = {name: _readable_secret_kinds(raw, name) for name, r in raw["Resources"].items()
+               if r["Type"] == "AWS::Serverless::Function"}
+    assert {name: kinds for name, kinds in readers.items() if kinds} == {
+        "EmbedFunction": {"openai"},            # bases' embedding and image-description keys
+        "SearchFunction": {"openai", "reranker"},  # query embeddings; the deployment's reranker key
+        "ChatWorkerFunction": {"chat_model"},    # the deployment's chat model key; attachments embed locally
+        "SyncTaskFunction": {"aws_credentials"},  # a source's own credential
+    }
+
+
 def test_secrets_are_read_only_when_sluice_binds_them(raw):
-    # An embedding key (or the reranker's) carries sluice:provider; the database secret is named by ARN.
-    for name in ("EmbeddingProvidersPolicy",):
-        for statement in raw["Resources"][name]["Properties"]["PolicyDocument"]["Statement"]:
-            if statement["Action"] == "secretsmanager:GetSecretValue":
-                assert statement["Condition"] == {"Null": {"secretsmanager:ResourceTag/sluice:provider": "false"}}
+    # The database secret is named by ARN; every other secret read is scoped by its sluice:provider tag.
     kb_statements = _allow_statements(raw, raw["Resources"]["KbFunction"]["Properties"]["Policies"])
-    kb_actions = {a for s in kb_statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    kb_actions = {a for s in kb_statements for a in _actions(s)}
     assert kb_actions == {"secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"}
     db = raw["Resources"]["DatabaseSecretReadPolicy"]["Properties"]["PolicyDocument"]["Statement"]
     assert db[0]["Resource"]["Fn::If"][1] == {"Ref": "DatabaseSecretArn"}
