@@ -54,9 +54,13 @@ def test_bucket_is_kms_encrypted_private_and_tls_only(raw):
     assert denies["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     assert denies["DenyPutsWithoutKms"]["Condition"] == {
         "StringNotEquals": {"s3:x-amz-server-side-encryption": "aws:kms"}}
-    # and with this deployment's key, not merely any KMS key
-    assert denies["DenyPutsWithAnotherKey"]["Condition"] == {"StringNotEqualsIfExists": {
+    # and naming this deployment's key: not merely any KMS key, and not none, which S3 serves with the
+    # aws/s3 managed key (a negated operator holds when the header is absent, so IfExists would let it by)
+    assert denies["DenyPutsWithAnotherKey"]["Condition"] == {"StringNotEquals": {
         "s3:x-amz-server-side-encryption-aws-kms-key-id": {"Fn::GetAtt": ["DocumentsKey", "Arn"]}}}
+    # the key the functions name in every write (sluice.storage.s3) is that same ARN
+    assert raw["Globals"]["Function"]["Environment"]["Variables"]["SLUICE_KMS_KEY_ID"] == {
+        "Fn::GetAtt": ["DocumentsKey", "Arn"]}
     assert raw["Resources"]["DocumentsKey"]["Properties"]["EnableKeyRotation"] is True
 
 
