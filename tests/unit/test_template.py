@@ -246,3 +246,41 @@ def test_the_api_is_throttled_and_logged(raw):
     assert set(api["DefaultRouteSettings"]) == {"ThrottlingRateLimit", "ThrottlingBurstLimit"}
     assert api["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["HttpApiAccessLogs", "Arn"]}
     assert "querystring" not in api["AccessLogSettings"]["Format"].lower()
+
+def _names_the_bucket(resource):
+    text = str(resource)
+    return "DocumentsBucket" in text
+
+
+def _bucket_readers(raw):
+    """The functions whose roles may read or list the document bucket (s3:GetObject, s3:ListBucket)."""
+    readers = set()
+    for name, r in raw["Resources"].items():
+        if r["Type"] != "AWS::Serverless::Function":
+            continue
+        for statement in _allow_statements(raw, r["Properties"].get("Policies", [])):
+            if "Template" in statement or not _names_the_bucket(statement["Resource"]):
+                continue
+            if {"s3:GetObject", "s3:ListBucket"} & set(_actions(statement)):
+                readers.add(name)
+    return readers
+
+
+def test_only_the_stacks_function_roles_may_read_the_bucket(raw):
+    # A key pair in a tenant's sync secret (or any other principal of the account) must not read or
+    # list the document bucket on AWS, whatever its own IAM policy allows (issue 26, finding 1).
+    statements = raw["Resources"]["DocumentsBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    deny = {s["Sid"]: s for s in statements}["DenyReadsByOthers"]
+    assert deny["Effect"] == "Deny" and deny["Principal"] == "*"
+    assert set(deny["Action"]) >= {"s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket", "s3:ListBucketVersions"}
+    assert deny["Resource"] == [{"Fn::GetAtt": ["DocumentsBucket", "Arn"]}, {"Fn::Sub": "${DocumentsBucket.Arn}/*"}]
+    (operator, condition), = deny["Condition"].items()
+    assert operator == "ArnNotLike" and list(condition) == ["aws:PrincipalArn"]
+    allowed = {ref["Fn::GetAtt"][0] for ref in condition["aws:PrincipalArn"]}
+    assert all(ref["Fn::GetAtt"][1] == "Arn" for ref in condition["aws:PrincipalArn"])
+    # every role that reads the bucket is excepted (or it would be denied on AWS), and no other
+    readers = _bucket_readers(raw)
+    assert readers == {"ParseFunction", "ChunkFunction", "EmbedFunction", "DocumentsFunction", "ChatFilesFunction",
+                       "ChatFunction", "ChatArrivalFunction", "ReaperFunction", "TeardownFunction"}
+    assert allowed == {f"{name}Role" for name in readers}
+
