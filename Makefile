@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 # Where `sluice model export` writes by default and the local provider reads (inside the venv).
 MODEL  := $(VENV)/share/sluice/models/all-MiniLM-L6-v2/model.onnx
 
-.PHONY: install reference run test lint typecheck bench build check-build sam clean load-smoke \
+.PHONY: install reference run test lint typecheck bench build check-build sam checkov clean load-smoke \
 	build-SluiceLayer build-DepsLayer build-ModelLayer
 
 $(BIN)/python:
@@ -104,9 +104,23 @@ test: install
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests/unit tests/integration
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) tests/e2e
 
-lint: install
+# checkov, as a user's security team would run it on the template, in a venv of its own (its pins
+# would fight the project's, as SAM's do). Each check that does not apply is skipped in template.yaml
+# with its reason (checkov:skip=...), so a clean run means every finding was fixed or answered.
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV      ?= $(CHECKOV_VENV)/bin/checkov
+
+$(CHECKOV):
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install --quiet "checkov>=3.2,<4"
+
+checkov: $(CHECKOV)
+
+lint: install $(CHECKOV)
 	$(BIN)/ruff check shared functions tests bench
 	$(BIN)/cfn-lint template.yaml
+	$(CHECKOV) --quiet --compact --skip-download --framework cloudformation -f template.yaml
 
 # --strict (pyproject.toml) on the package and on each handler; handlers are all named app.py,
 # so each is its own run.
@@ -219,4 +233,4 @@ build-ModelLayer:
 	$(BIN)/sluice model export --out "$(ARTIFACTS_DIR)/python/sluice/_models" $(LAMBDA_MODEL_EXPORT)
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .sluice .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .aws-sam .sluice .pytest_cache .mypy_cache .ruff_cache

@@ -54,9 +54,13 @@ def test_bucket_is_kms_encrypted_private_and_tls_only(raw):
     assert denies["DenyInsecureTransport"]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     assert denies["DenyPutsWithoutKms"]["Condition"] == {
         "StringNotEquals": {"s3:x-amz-server-side-encryption": "aws:kms"}}
-    # and with this deployment's key, not merely any KMS key
-    assert denies["DenyPutsWithAnotherKey"]["Condition"] == {"StringNotEqualsIfExists": {
+    # and naming this deployment's key: not merely any KMS key, and not none, which S3 serves with the
+    # aws/s3 managed key (a negated operator holds when the header is absent, so IfExists would let it by)
+    assert denies["DenyPutsWithAnotherKey"]["Condition"] == {"StringNotEquals": {
         "s3:x-amz-server-side-encryption-aws-kms-key-id": {"Fn::GetAtt": ["DocumentsKey", "Arn"]}}}
+    # the key the functions name in every write (sluice.storage.s3) is that same ARN
+    assert raw["Globals"]["Function"]["Environment"]["Variables"]["SLUICE_KMS_KEY_ID"] == {
+        "Fn::GetAtt": ["DocumentsKey", "Arn"]}
     assert raw["Resources"]["DocumentsKey"]["Properties"]["EnableKeyRotation"] is True
 
 
@@ -153,14 +157,51 @@ def test_no_function_may_act_on_every_resource(raw):
     assert checked > 20
 
 
+def _actions(statement):
+    return [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+
+
+def _readable_secret_kinds(raw, function):
+    """The sluice:provider values whose secrets a function's role may read (GetSecretValue), the
+    database secret aside; "ANY" for a statement that reads secrets whatever their tag says."""
+    kinds = set()
+    for statement in _allow_statements(raw, raw["Resources"][function]["Properties"]["Policies"]):
+        if "Template" in statement or "secretsmanager:GetSecretValue" not in _actions(statement):
+            continue
+        if statement is raw["Resources"]["DatabaseSecretReadPolicy"]["Properties"]["PolicyDocument"]["Statement"][0]:
+            continue
+        equals = (statement.get("Condition") or {}).get("StringEquals", {})
+        tag = equals.get("secretsmanager:ResourceTag/sluice:provider")
+        if tag is None:
+            kinds.add("ANY")
+        else:
+            kinds.update([tag] if isinstance(tag, str) else tag)
+    return kinds
+
+
+def test_each_role_reads_only_the_kinds_of_secret_it_uses(raw):
+    # A tenant's aws_credentials sync secret, or another tenant's embedding key, is not for the
+    # search, embed or chat worker functions: each reads the kinds it binds (issue 26, finding 9).
+    # Keyed embedding and image-description providers are openai only (the tag a bound key carries):
+    from sluice.access.keys import KEYED_PROVIDERS
+    from sluice.sync.connectors.s3 import SECRET_KIND
+
+    assert set(KEYED_PROVIDERS) == {"openai"}
+    assert SECRET_KIND == "aws_credentials"
+    readers = {name: _readable_secret_kinds(raw, name) for name, r in raw["Resources"].items()
+               if r["Type"] == "AWS::Serverless::Function"}
+    assert {name: kinds for name, kinds in readers.items() if kinds} == {
+        "EmbedFunction": {"openai"},            # bases' embedding and image-description keys
+        "SearchFunction": {"openai", "reranker"},  # query embeddings; the deployment's reranker key
+        "ChatWorkerFunction": {"chat_model"},    # the deployment's chat model key; attachments embed locally
+        "SyncTaskFunction": {"aws_credentials"},  # a source's own credential
+    }
+
+
 def test_secrets_are_read_only_when_sluice_binds_them(raw):
-    # An embedding key (or the reranker's) carries sluice:provider; the database secret is named by ARN.
-    for name in ("EmbeddingProvidersPolicy",):
-        for statement in raw["Resources"][name]["Properties"]["PolicyDocument"]["Statement"]:
-            if statement["Action"] == "secretsmanager:GetSecretValue":
-                assert statement["Condition"] == {"Null": {"secretsmanager:ResourceTag/sluice:provider": "false"}}
+    # The database secret is named by ARN; every other secret read is scoped by its sluice:provider tag.
     kb_statements = _allow_statements(raw, raw["Resources"]["KbFunction"]["Properties"]["Policies"])
-    kb_actions = {a for s in kb_statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    kb_actions = {a for s in kb_statements for a in _actions(s)}
     assert kb_actions == {"secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"}
     db = raw["Resources"]["DatabaseSecretReadPolicy"]["Properties"]["PolicyDocument"]["Statement"]
     assert db[0]["Resource"]["Fn::If"][1] == {"Ref": "DatabaseSecretArn"}
@@ -226,3 +267,103 @@ def test_every_bucket_the_stack_declares_is_one_a_sync_source_is_refused(raw):
         env = parse(TEMPLATE).functions[fn].environment
         named = _refs(env.get("SLUICE_BUCKET")) | _refs(env.get("SLUICE_STACK_BUCKETS"))
         assert buckets <= named, (fn, buckets - named)
+
+
+def _names_the_bucket(resource):
+    text = str(resource)
+    return "DocumentsBucket" in text
+
+
+def _bucket_readers(raw):
+    """The functions whose roles may read or list the document bucket (s3:GetObject, s3:ListBucket)."""
+    readers = set()
+    for name, r in raw["Resources"].items():
+        if r["Type"] != "AWS::Serverless::Function":
+            continue
+        for statement in _allow_statements(raw, r["Properties"].get("Policies", [])):
+            if "Template" in statement or not _names_the_bucket(statement["Resource"]):
+                continue
+            if {"s3:GetObject", "s3:ListBucket"} & set(_actions(statement)):
+                readers.add(name)
+    return readers
+
+
+def test_only_the_stacks_function_roles_may_read_the_bucket(raw):
+    # A key pair in a tenant's sync secret (or any other principal of the account) must not read or
+    # list the document bucket on AWS, whatever its own IAM policy allows (issue 26, finding 1).
+    statements = raw["Resources"]["DocumentsBucketPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    deny = {s["Sid"]: s for s in statements}["DenyReadsByOthers"]
+    assert deny["Effect"] == "Deny" and deny["Principal"] == "*"
+    assert set(deny["Action"]) >= {"s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket", "s3:ListBucketVersions"}
+    assert deny["Resource"] == [{"Fn::GetAtt": ["DocumentsBucket", "Arn"]}, {"Fn::Sub": "${DocumentsBucket.Arn}/*"}]
+    (operator, condition), = deny["Condition"].items()
+    assert operator == "ArnNotLike" and list(condition) == ["aws:PrincipalArn"]
+    allowed = {ref["Fn::GetAtt"][0] for ref in condition["aws:PrincipalArn"]}
+    assert all(ref["Fn::GetAtt"][1] == "Arn" for ref in condition["aws:PrincipalArn"])
+    # every role that reads the bucket is excepted (or it would be denied on AWS), and no other
+    readers = _bucket_readers(raw)
+    assert readers == {"ParseFunction", "ChunkFunction", "EmbedFunction", "DocumentsFunction", "ChatFilesFunction",
+                       "ChatFunction", "ChatArrivalFunction", "ReaperFunction", "TeardownFunction"}
+    assert allowed == {f"{name}Role" for name in readers}
+
+
+def test_the_bucket_is_versioned_and_deleted_versions_expire(raw):
+    # An overwrite or delete can be undone for a week (CKV_AWS_21), yet a delete or a teardown still
+    # removes the data: the noncurrent version it leaves expires, bucket-wide, with its delete marker.
+    props = raw["Resources"]["DocumentsBucket"]["Properties"]
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    rules = {r["Id"]: r for r in props["LifecycleConfiguration"]["Rules"]}
+    noncurrent = rules["ExpireNoncurrentVersions"]
+    assert noncurrent == {"Id": "ExpireNoncurrentVersions", "Status": "Enabled",
+                          "NoncurrentVersionExpiration": {"NoncurrentDays": 7}, "ExpiredObjectDeleteMarker": True}
+    # the stage and abandoned-upload rules still expire their prefixes' current versions
+    assert rules["ExpireStageArtifacts"]["ExpirationInDays"] == 7
+    assert rules["ExpireAbandonedUploads"]["ExpirationInDays"] == 1
+
+
+def test_the_access_logs_are_encrypted_with_their_own_key(raw):
+    logs = raw["Resources"]["HttpApiAccessLogs"]["Properties"]
+    assert logs["KmsKeyId"] == {"Fn::GetAtt": ["AccessLogsKey", "Arn"]}
+    key = raw["Resources"]["AccessLogsKey"]["Properties"]
+    assert key["EnableKeyRotation"] is True
+    service = {s["Sid"]: s for s in key["KeyPolicy"]["Statement"]}["CloudWatchLogsEncrypts"]
+    assert service["Principal"] == {"Service": {"Fn::Sub": "logs.${AWS::Region}.${AWS::URLSuffix}"}}
+    assert service["Condition"] == {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": {
+        "Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:*"}}}
+    # the documents' key is not the logs service's to use
+    documents = raw["Resources"]["DocumentsKey"]["Properties"]["KeyPolicy"]["Statement"]
+    assert [s["Sid"] for s in documents] == ["AccountAdministers"]
+
+
+def test_every_queue_is_encrypted_at_rest(raw):
+    queues = [r["Properties"] for r in raw["Resources"].values() if r["Type"] == "AWS::SQS::Queue"]
+    assert len(queues) >= 10
+    assert all(q.get("SqsManagedSseEnabled") is True for q in queues)
+
+
+def test_locally_the_functions_bucket_and_key_are_the_ones_globals_names():
+    # The template holds a second key (the access logs'); the local runtime must pick the documents'.
+    t = parse(TEMPLATE)
+    assert (t.bucket, t.key) == ("DocumentsBucket", "DocumentsKey")
+    assert sum(r["Type"] == "AWS::KMS::Key" for r in t.raw["Resources"].values()) == 2
+
+
+CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
+
+
+@pytest.mark.skipif(not CHECKOV.is_file(), reason="no .venv-checkov: `make checkov` installs it (make lint does)")
+def test_checkov_finds_nothing_and_every_skip_says_why():
+    import json
+
+    result = subprocess.run([str(CHECKOV), "--framework", "cloudformation", "--skip-download", "--output", "json",
+                             "-f", str(TEMPLATE)], capture_output=True, text=True, timeout=600)
+    report = json.loads(result.stdout)
+    summary = report["summary"]
+    failed = [(c["check_id"], c["resource"]) for c in report["results"]["failed_checks"]]
+    assert summary["failed"] == 0 and summary["parsing_errors"] == 0, failed
+    assert summary["passed"] >= 80 and summary["resource_count"] >= 47
+    skipped = report["results"]["skipped_checks"]
+    assert len(skipped) == summary["skipped"] > 0
+    for check in skipped:  # a skip names its reason
+        comment = (check["check_result"].get("suppress_comment") or "").strip()
+        assert len(comment) > 30 and comment != "No comment provided", check["check_id"]

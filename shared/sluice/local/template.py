@@ -136,7 +136,8 @@ def parse(path: Path) -> Template:
     queues: dict[str, QueueDef] = {}
     notifications: list[Notification] = []
     state_machines: dict[str, StateMachineDef] = {}
-    bucket = key = ""
+    buckets: list[str] = []
+    keys: list[str] = []
     for name, res in resources.items():
         props = res.get("Properties", {}) or {}
         kind = res["Type"]
@@ -171,14 +172,26 @@ def parse(path: Path) -> Template:
                 int(props.get("VisibilityTimeout", 30)),
             )
         elif kind == "AWS::S3::Bucket":
-            bucket = name
+            buckets.append(name)
             for qc in (props.get("NotificationConfiguration") or {}).get("QueueConfigurations", []):
                 rules = qc.get("Filter", {}).get("S3Key", {}).get("Rules", [])
                 prefix = next((r["Value"] for r in rules if r["Name"] == "prefix"), "")
                 notifications.append(Notification(_logical(qc["Queue"]), qc["Event"], prefix))
         elif kind == "AWS::KMS::Key":
-            key = name
+            keys.append(name)
+    shared_env = globals_fn.get("Environment", {}).get("Variables", {})
+    bucket = _the_one(buckets, shared_env.get("SLUICE_BUCKET"), "bucket")
+    key = _the_one(keys, shared_env.get("SLUICE_KMS_KEY_ID"), "KMS key")
     return Template(raw, functions, queues, notifications, bucket, key, state_machines)
+
+
+def _the_one(names: list[str], named_by: Any, noun: str) -> str:
+    """The functions' bucket (or key): the one their shared environment names, else the only one."""
+    if named_by is not None:
+        return _logical(named_by)
+    if len(names) > 1:
+        raise ValueError(f"the template has {len(names)} resources of type {noun} and Globals names none of them")
+    return names[0] if names else ""
 
 
 class Resolver:

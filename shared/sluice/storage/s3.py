@@ -34,11 +34,16 @@ class ObjectStore:
         self.bucket = bucket
         self.kms_key_id = kms_key_id
 
+    def _key(self) -> str:
+        """The stack's key, which every write names: the bucket policy denies a write that does not
+        (one asking for aws:kms without a key id would get the aws/s3 managed key)."""
+        if not self.kms_key_id:
+            raise RuntimeError("SLUICE_KMS_KEY_ID is not set: the bucket accepts only writes that name "
+                               "the stack's KMS key (template.yaml DocumentsBucketPolicy).")
+        return self.kms_key_id
+
     def _sse(self) -> dict[str, str]:
-        args = {"ServerSideEncryption": "aws:kms"}
-        if self.kms_key_id:
-            args["SSEKMSKeyId"] = self.kms_key_id
-        return args
+        return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": self._key()}
 
     def put(
         self,
@@ -151,15 +156,10 @@ class ObjectStore:
 
     def presigned_post(self, key: str, *, max_bytes: int, expires_in: int, metadata: dict[str, str]
                        ) -> dict[str, Any]:
-        """A POST policy pinning the key, the size range and SSE-KMS (R-UP-2)."""
-        fields: dict[str, str] = {"x-amz-server-side-encryption": "aws:kms"}
-        conditions: list[Any] = [
-            ["content-length-range", 1, max_bytes],
-            {"x-amz-server-side-encryption": "aws:kms"},
-        ]
-        if self.kms_key_id:
-            fields["x-amz-server-side-encryption-aws-kms-key-id"] = self.kms_key_id
-            conditions.append({"x-amz-server-side-encryption-aws-kms-key-id": self.kms_key_id})
+        """A POST policy pinning the key, the size range and SSE-KMS with the stack's key (R-UP-2)."""
+        sse = {"x-amz-server-side-encryption": "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id": self._key()}
+        fields: dict[str, str] = dict(sse)
+        conditions: list[Any] = [["content-length-range", 1, max_bytes], *({k: v} for k, v in sse.items())]
         for name, value in metadata.items():
             fields[f"x-amz-meta-{name}"] = value
             conditions.append({f"x-amz-meta-{name}": value})
