@@ -1,4 +1,4 @@
-"""PowerPoint presentations (.pptx, .pptm): shape text, table cells and notes; pages are slides."""
+"""PowerPoint presentations (.pptx, .pptm): shape text, table cells, charts and notes; pages are slides."""
 
 from __future__ import annotations
 
@@ -70,6 +70,9 @@ def _shapes(shapes: Any, part: Any) -> Iterator[str]:
         if diagram is not None:
             yield from diagram
             continue
+        if getattr(shape, "has_chart", False):
+            yield from _chart_text(shape)
+            continue
         if getattr(shape, "has_table", False):
             for row in shape.table.rows:
                 cells = [" ".join(cell.text.split()) for cell in row.cells]
@@ -78,6 +81,23 @@ def _shapes(shapes: Any, part: Any) -> Iterator[str]:
         if getattr(shape, "has_text_frame", False):
             # Vertical tab is how PowerPoint stores a soft line break in a run.
             yield from shape.text_frame.text.replace("\x0b", "\n").splitlines()
+
+
+def _chart_text(shape: Any) -> list[str]:
+    """A chart's title, its series' names and its categories: what a reader of the slide sees in words."""
+    try:
+        chart = shape.chart
+        lines = [chart.chart_title.text_frame.text] if chart.has_title and chart.chart_title.has_text_frame else []
+        series = [s.name for plot in chart.plots for s in plot.series if s.name]
+        categories = [str(c) for c in chart.plots[0].categories if str(c).strip()] if len(chart.plots) else []
+    except Exception as exc:  # an unreadable chart part: the rest of the slide still counts
+        log.info("a chart could not be read: %s", exc)
+        return []
+    if series:
+        lines.append("Series: " + ", ".join(series))
+    if categories:
+        lines.append("Categories: " + ", ".join(categories))
+    return lines
 
 
 _DIAGRAM = "{http://schemas.openxmlformats.org/drawingml/2006/diagram}"

@@ -629,3 +629,25 @@ def docx_with_content_controls(rows: list[list[str]]) -> bytes:
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
+
+
+def pptx_with_chart() -> bytes:
+    """A slide whose only content is a column chart with a title, two series and three categories."""
+    import pptx
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    presentation = pptx.Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[6])
+    data = CategoryChartData()
+    data.categories = ["Lisbon", "Porto", "Faro"]
+    data.add_series("Boiler inspections", (12, 7, 3))
+    data.add_series("Chimney sweeps", (4, 2, 1))
+    chart = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(1), Inches(6), Inches(4),
+                                   data).chart
+    chart.has_title = True
+    chart.chart_title.text_frame.text = "Inspections by city, 2026"
+    buffer = io.BytesIO()
+    presentation.save(buffer)
+    return buffer.getvalue()

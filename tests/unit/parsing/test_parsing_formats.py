@@ -282,3 +282,11 @@ def test_a_word_package_missing_its_main_part_is_still_damaged() -> None:
     data = without_zip_member(docx_bytes(["gone"]), "word/document.xml")
     with pytest.raises(DocumentRefused):
         read(data, "gone.docx")
+
+
+def test_a_chart_keeps_its_title_series_and_categories() -> None:
+    from parsing_samples import pptx_with_chart
+
+    assert read(pptx_with_chart(), "inspections.pptx").text == (
+        "Inspections by city, 2026\nSeries: Boiler inspections, Chimney sweeps\nCategories: Lisbon, Porto, Faro"
+    )

@@ -208,3 +208,19 @@ def test_every_extension_of_the_spec_is_supported_in_its_family_and_has_a_reader
     assert {ext: SUPPORTED_EXTENSIONS.get(ext) for ext in spec_families} == spec_families
     readers = {kind: _reader(kind) for kind in sorted(set(EXTENSION_KINDS.values()))}
     assert len(readers) >= 20 and all(callable(r) for r in readers.values())
+
+
+@pytest.mark.parametrize(
+    ("head", "looks"),
+    [
+        (b"\xffWPC\x10\x00\x00\x00\x01\x0a", "a WordPerfect document"),
+        (b"\x31\xbe\x00\x00\x00\xab\x00\x00", "a Word for DOS or Windows Write document"),
+        (b"\xdb\xa5\x2d\x00\x00\x00\x09\x04", "a Word 2.0 document"),
+    ],
+)
+def test_an_older_word_processors_file_named_doc_is_named_for_what_it_is(head: bytes, looks: str) -> None:
+    with pytest.raises(UnsupportedTypeError) as caught:
+        sniff(head + b"\x00\x07\x01" * 400, "letter.doc")
+    assert caught.value.message == (
+        f"letter.doc is named as a legacy Word document (.doc), but it looks like {looks}, which Sluice does not read."
+    )
