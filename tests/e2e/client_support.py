@@ -24,10 +24,13 @@ def user(prefix: str) -> str:
 
 
 def planted_base(sluice) -> tuple:  # type: ignore[no-untyped-def]
-    """A personal base holding the planted clause (unit "legal") among unrelated notes (unit "kitchen"),
-    every document indexed."""
+    """A personal base holding the planted clause (page 2 of contract.pdf, unit "legal") among unrelated
+    notes (unit "kitchen"), every document indexed."""
+    from tests.unit.parsing.parsing_samples import pdf_bytes
+
     kb = sluice.create_knowledge_base(f"Planted {uuid.uuid4().hex[:6]}")
-    accepted = [sluice.upload(kb.id, PLANTED.encode(), filename="contract.txt", organizational_unit="legal",
+    contract = pdf_bytes(["Supply agreement between Northwind and Harbour. Definitions and scope.", PLANTED])
+    accepted = [sluice.upload(kb.id, contract, filename="contract.pdf", organizational_unit="legal",
                               document_type="contract")]
     accepted += [sluice.upload(kb.id, text.encode(), filename=name, organizational_unit="kitchen")
                  for name, text in UNRELATED]
