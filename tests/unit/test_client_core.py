@@ -176,3 +176,13 @@ def test_both_clients_bind_every_operation():
     for name in _ops.ALL:
         assert callable(getattr(sluice_client.Sluice, name)), name
         assert asyncio.iscoroutinefunction(getattr(sluice_client.AsyncSluice, name)), name
+
+
+def test_an_api_that_does_not_answer_raises_unreachable_with_its_address():
+    def handle(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("All connection attempts failed")
+
+    c = sluice_client.Sluice("http://sluice.test", token="t", transport=httpx.MockTransport(handle))
+    with pytest.raises(sluice_client.Unreachable,
+                       match="^The Sluice API at http://sluice.test did not answer: All connection attempts failed$"):
+        c.health()

@@ -22,6 +22,7 @@ from sluice_client.errors import (
     SluiceError,
     StorageRefused,
     Unauthorized,
+    Unreachable,
     ValidationError,
     WaitTimeout,
 )
@@ -29,6 +30,6 @@ from sluice_client.errors import (
 __version__ = "0.1.0"
 __all__ = [
     "ApiError", "AsyncSluice", "Conflict", "DocCapReached", "Failed", "FileTooLarge", "IndexingPaused", "NotFound",
-    "RateLimitExceeded", "RetryPolicy", "Sluice", "SluiceError", "StorageRefused", "Unauthorized", "ValidationError",
-    "WaitTimeout", "errors", "models",
+    "RateLimitExceeded", "RetryPolicy", "Sluice", "SluiceError", "StorageRefused", "Unauthorized", "Unreachable",
+    "ValidationError", "WaitTimeout", "errors", "models",
 ]

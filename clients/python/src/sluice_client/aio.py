@@ -81,8 +81,11 @@ class AsyncSluice:
         """Send one operation: retried as ``retry`` says, its answer parsed, a refusal raised."""
         attempt, refreshed = 0, False
         while True:
-            response = await self._http.request(op.method, op.path, headers=await self._bearer(),
-                                                **op.request_kwargs())
+            try:
+                response = await self._http.request(op.method, op.path, headers=await self._bearer(),
+                                                    **op.request_kwargs())
+            except httpx.TransportError as exc:
+                raise errors.Unreachable(f"The Sluice API at {self.base_url} did not answer: {exc}") from exc
             if response.status_code == 401 and callable(self.token) and not refreshed:
                 refreshed = True
                 continue

@@ -86,7 +86,10 @@ class Sluice:
         """Send one operation: retried as ``retry`` says, its answer parsed, a refusal raised."""
         attempt, refreshed = 0, False
         while True:
-            response = self._http.request(op.method, op.path, headers=self._bearer(), **op.request_kwargs())
+            try:
+                response = self._http.request(op.method, op.path, headers=self._bearer(), **op.request_kwargs())
+            except httpx.TransportError as exc:
+                raise errors.Unreachable(f"The Sluice API at {self.base_url} did not answer: {exc}") from exc
             if response.status_code == 401 and callable(self.token) and not refreshed:
                 refreshed = True
                 continue

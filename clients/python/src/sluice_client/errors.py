@@ -152,6 +152,12 @@ class ChatModelFailed(ServerError):
     status, code = 502, "CHAT_MODEL_FAILED"
 
 
+class Unreachable(SluiceError):
+    """The API did not answer: no connection, or no answer in time (``__cause__`` is httpx's error)."""
+
+    code = "UNREACHABLE"
+
+
 class StorageRefused(SluiceError):
     """Storage did not take a presigned upload; the document it was for is removed again."""
 
