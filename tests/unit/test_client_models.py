@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -80,3 +81,43 @@ def test_a_search_request_carries_a_field_this_version_does_not_name() -> None:
     body = models.SearchRequest(query="q", collections=["c"], alpha=0.3, min_vec_score=0.2)
     assert body.model_dump(mode="json", exclude_unset=True) == {
         "query": "q", "collections": ["c"], "alpha": 0.3, "min_vec_score": 0.2}
+
+
+def _placeholders(build) -> dict[str, Any]:
+    """Each required argument of an operation builder as the document's {name}, so its path shows them."""
+    args: dict[str, Any] = {}
+    for param in inspect.signature(build).parameters.values():
+        body_fields = ("name", "query", "collections", "connector", "config")  # defaulted, but a body needs them
+        if param.kind is param.VAR_KEYWORD or (param.default is not inspect.Parameter.empty
+                                               and param.name not in body_fields):
+            continue
+        args[param.name] = {"content": b"x", "collections": ["c"], "recipients": ["u"], "config": {}}.get(
+            param.name, "{" + param.name + "}")
+    if build.__name__ == "attach":  # its file_id is a body field, a UUID
+        args["file_id"] = "00000000-0000-4000-8000-000000000000"
+    return args
+
+
+def test_the_client_has_a_method_named_by_each_operation_id_sending_to_its_route():
+    from urllib.parse import unquote
+
+    from sluice_client import AsyncSluice, Sluice, _ops
+
+    document = _document()
+    seen = []
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            name = operation["operationId"]
+            seen.append(name)
+            assert callable(getattr(Sluice, name, None)) and callable(getattr(AsyncSluice, name, None)), name
+            op = getattr(_ops, name)(**_placeholders(getattr(_ops, name)))
+            assert (op.method, unquote(op.path)) == (method.upper(), path), name
+    assert len(seen) == len(set(seen)) == len(_ops.ALL)
+
+
+def test_every_operation_has_one_tag_of_the_documents_areas():
+    document = _document()
+    tags = [t["name"] for t in document["tags"]]
+    assert tags == ["knowledge bases", "documents", "search", "sync", "teardowns", "chat", "pools", "catalog"]
+    used = {op["tags"][0] for ops in document["paths"].values() for op in ops.values() if len(op["tags"]) == 1}
+    assert used == set(tags)
