@@ -162,3 +162,17 @@ def test_the_async_client_uploads_waits_and_searches(runtime, make_token):
     docs, found, listed = asyncio.run(scenario())
     assert found.results[0].document_id == docs[0].id
     assert sorted(listed) == sorted(d.id for d in docs)
+
+
+def test_the_cli_search_through_the_api_prints_the_services_refusal(connect, runtime, make_token, capsys):
+    import json
+
+    from sluice import cli
+
+    owner = connect(user("cleo"))
+    kb = owner.create_knowledge_base("CLI refusal")
+    stranger = make_token(user("mallory"))
+    assert cli.main(["search", "anything", "-c", kb.collection_name, "--api", runtime.api_url,
+                     "--token", stranger]) == 1
+    assert json.loads(capsys.readouterr().err) == {
+        "error": {"code": "NOT_FOUND", "message": "Collection not found", "details": {}}}
