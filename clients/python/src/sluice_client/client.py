@@ -53,14 +53,16 @@ class Sluice:
     def __init__(self, base_url: str | None = None, *, token: Token = None, timeout: float = DEFAULT_TIMEOUT,
                  retry: RetryPolicy | None = None, direct_limit: int = DEFAULT_DIRECT_LIMIT,
                  transport: httpx.BaseTransport | None = None, headers: dict[str, str] | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.base_url = env_base_url(base_url)
+                 sleep: Callable[[float], None] = time.sleep, http_client: httpx.Client | None = None) -> None:
+        """``http_client``: an httpx.Client of your own (proxies, certificates, hooks); its base_url is
+        the API's when ``base_url`` is not given, and closing the Sluice closes it."""
+        self.base_url = env_base_url(base_url or (str(http_client.base_url) if http_client else None))
         self.token = env_token(token)
         self.retry = retry or RetryPolicy()
         self.direct_limit = direct_limit
         self._sleep = sleep
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers,
-                                  transport=transport or httpx.HTTPTransport(retries=2))
+        self._http = http_client or httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers,
+                                                 transport=transport or httpx.HTTPTransport(retries=2))
         # Presigned uploads go to storage with the form the API signed, never with the bearer token.
         self._storage = httpx.Client(timeout=timeout)
 
