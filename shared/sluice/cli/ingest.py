@@ -320,8 +320,7 @@ class Api:
         self._not_before = 0.0
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        from sluice_client import ApiError, RateLimitExceeded
-        from sluice_client._core import Op
+        from sluice_client import ApiError, Op, RateLimitExceeded
 
         op = Op(method, path, _json_or_none, **kwargs)
         while True:

@@ -7,7 +7,7 @@
 """
 
 from sluice_client import errors, models
-from sluice_client._core import RetryPolicy
+from sluice_client._core import Op, RetryPolicy
 from sluice_client.aio import AsyncSluice
 from sluice_client.client import Sluice
 from sluice_client.errors import (
@@ -31,5 +31,5 @@ __version__ = "0.1.0"
 __all__ = [
     "ApiError", "AsyncSluice", "Conflict", "DocCapReached", "Failed", "FileTooLarge", "IndexingPaused", "NotFound",
     "RateLimitExceeded", "RetryPolicy", "Sluice", "SluiceError", "StorageRefused", "Unauthorized", "Unreachable",
-    "ValidationError", "WaitTimeout", "errors", "models",
+    "Op", "ValidationError", "WaitTimeout", "errors", "models",
 ]
