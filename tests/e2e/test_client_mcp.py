@@ -124,3 +124,50 @@ def test_upload_is_a_tool_only_when_enabled(runtime, make_token):
     doc_id = text(accepted).split(" as document ", 1)[1].split(" ", 1)[0]
     with sluice_client.Sluice(runtime.api_url, token=token) as api:
         assert api.wait(doc_id, timeout=120, poll=0.2).filename == "note.txt"
+
+
+def test_over_streamable_http_each_request_runs_as_its_own_bearer_token(runtime, planted, make_token, tmp_path):
+    import socket
+    import subprocess
+    import time
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    kb, docs, owner = planted
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), str(ROOT)]), "SLUICE_TOKEN": owner}
+    # SLUICE_TOKEN is set, and must not be used: over HTTP the server holds no token of its own.
+    log = (tmp_path / "mcp.log").open("wb")  # a file, not a pipe nobody reads: uvicorn logs every request
+    server = subprocess.Popen([sys.executable, "-m", "sluice.cli", "mcp", "--transport", "streamable-http",
+                               "--api", runtime.api_url, "--port", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert server.poll() is None, (tmp_path / "mcp.log").read_text()
+            time.sleep(0.2)
+
+        async def search_as(token: str | None):
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            async with httpx2.AsyncClient(headers=headers, timeout=60) as http, Client(
+                    streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
+                return await client.call_tool("search_knowledge", {"query": QUESTION,
+                                                                   "collections": [kb.collection_name]})
+
+        own = asyncio.run(search_as(owner))
+        assert not own.is_error and "two percent of the Contract Price" in text(own)
+        stranger = asyncio.run(search_as(make_token(user("mallory"))))
+        assert stranger.is_error and text(stranger).endswith("NOT_FOUND: Collection not found")
+        anonymous = asyncio.run(search_as(None))
+        assert anonymous.is_error and "UNAUTHORIZED: send your own Sluice token" in text(anonymous)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
