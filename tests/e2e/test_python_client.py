@@ -126,10 +126,13 @@ def test_a_failed_document_raises_with_the_services_sentence(connect):
 def test_a_wait_that_runs_out_of_time_says_where_the_document_was(connect):
     sluice = connect(user("tim"))
     kb = sluice.create_knowledge_base("Timeout")
-    accepted = sluice.upload(kb.id, b"words to index later", filename="later.txt")
-    with pytest.raises(errors.WaitTimeout, match=r"not finished after 0 s \(still ") as late:
-        sluice.wait(accepted, timeout=0)
-    assert late.value.last.id == accepted.id
+    # A presigned upload whose file never reaches storage stays processing: nothing can finish it early.
+    accepted = sluice.presign_upload(kb.id, "later.txt", 20)
+    late_sentence = r"^Document \S+ was not finished after 0.3 s \(still queued\)$"
+    with pytest.raises(errors.WaitTimeout, match=late_sentence) as late:
+        sluice.wait(accepted, timeout=0.3, poll=0.1)
+    assert late.value.last.id == accepted.id and late.value.last.status == "processing"
+    sluice.delete_document(accepted.id)
 
 
 def test_a_teardown_is_followed_to_done(connect):
