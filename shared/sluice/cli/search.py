@@ -82,23 +82,14 @@ def _direct(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _through_api(args: argparse.Namespace, body: dict[str, Any]) -> dict[str, Any]:
-    import httpx
+    from sluice.cli.api_client import connect
 
     if not args.token:
         raise SystemExit("--api needs --token (or SLUICE_TOKEN); `sluice local token --user NAME` mints one")
-    path = "/rag/search/diagnostic" if args.diagnostic else "/rag/search"
-    resp = httpx.post(args.api.rstrip("/") + path, json=body, timeout=120,
-                      headers={"Authorization": f"Bearer {args.token}"})
-    answer: dict[str, Any] = resp.json()
-    if resp.status_code != 200:
-        raise _Refused(answer)
+    with connect(args.api, args.token, timeout=120) as api:
+        found = api.diagnostic_search(request=body) if args.diagnostic else api.search(request=body)
+    answer: dict[str, Any] = found.model_dump(mode="json")
     return answer
-
-
-class _Refused(Exception):
-    def __init__(self, body: dict[str, Any]) -> None:
-        super().__init__(body)
-        self.body = body
 
 
 def _fmt(value: Any) -> str:
@@ -139,8 +130,13 @@ def run(args: argparse.Namespace) -> int:
     except SluiceError as exc:
         print(json.dumps(exc.body(), indent=2), file=sys.stderr)
         return 1
-    except _Refused as exc:
-        print(json.dumps(exc.body, indent=2), file=sys.stderr)
+    except Exception as exc:
+        from sluice.cli.api_client import refusal_of
+
+        refused = refusal_of(exc)
+        if refused is None:
+            raise
+        print(json.dumps(refused, indent=2), file=sys.stderr)
         return 1
     print(json.dumps(answer, indent=2, default=str) if args.json else table(answer))
     return 0

@@ -52,37 +52,29 @@ class Refused(Exception):
 
 
 class ApiRuns:
-    """The routes of SourcesFunction, as the token's holder."""
+    """The routes of SourcesFunction through sluice-client, as the token's holder."""
 
     def __init__(self, url: str, token: str) -> None:
-        import httpx
+        from sluice.cli.api_client import connect
 
-        from sluice.cli.http import api_transport
-
-        self._http = httpx.Client(base_url=url.rstrip("/"), timeout=120, transport=api_transport(),
-                                  headers={"Authorization": f"Bearer {token}"})
-
-    def _json(self, resp: Any, ok: int = 200) -> dict[str, Any]:
-        body: dict[str, Any] = resp.json()
-        if resp.status_code != ok:
-            raise Refused(body)
-        return body
+        self._api = connect(url, token, timeout=120)
 
     def start(self, source_id: str) -> dict[str, Any]:
-        source = self._json(self._http.get(f"/rag/sync/sources/{source_id}"))
-        return self._json(self._http.post(f"/kb/{source['kb_id']}/sync-sources/{source_id}/run"), 202)
+        source = self._api.find_sync_source(source_id)
+        run: dict[str, Any] = self._api.start_sync_run(source.kb_id, source_id).model_dump(mode="json")
+        return run
 
     def get(self, run_id: str) -> dict[str, Any]:
-        return self._json(self._http.get(f"/rag/sync/logs/{run_id}"))
+        run: dict[str, Any] = self._api.get_sync_run(run_id).model_dump(mode="json")
+        return run
 
     def files(self, run_id: str) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         offset: int | None = 0
         while offset is not None:
-            page = self._json(self._http.get(f"/rag/sync/logs/{run_id}/files",
-                                             params={"offset": offset, "limit": 1000}))
-            out += page["files"]
-            offset = page["next_offset"]
+            page = self._api.sync_run_files(run_id, offset=offset, limit=1000)
+            out += [f.model_dump(mode="json") for f in page.files]
+            offset = page.next_offset
         return out
 
 
@@ -193,6 +185,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except Refused as exc:
         print(json.dumps(exc.body, indent=2), file=sys.stderr)
+        return 1
+    except Exception as exc:
+        from sluice.cli.api_client import refusal_of
+
+        refused = refusal_of(exc)
+        if refused is None:
+            raise
+        print(json.dumps(refused, indent=2), file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps({"run": state, "files": files}, indent=2))
