@@ -107,3 +107,24 @@ def test_env_refuses_a_stack_that_is_not_exposed(tmp_path: Path, capsys: pytest.
     assert "sluice local up --expose" in capsys.readouterr().err
     assert main(["local", "env", "--for-sam", "--data-dir", str(tmp_path / "never-started")]) == 2
     assert "start the stack first" in capsys.readouterr().err
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_the_exposed_postgres_stops_with_the_stack(tmp_path: Path):
+    # The exposing restart (sluice/local/expose.py) starts a postmaster pgserver does not know of:
+    # its clean-up stopped the one it had started, long gone, and left the exposed one listening.
+    rt = LocalRuntime(root=ROOT, data_dir=tmp_path, api_port=0, pumps=False, expose="127.0.0.1", pg_port=free_port())
+    rt.start()
+    pg_port, moto_port = rt.pg_port, rt.moto_port
+    assert pg_port is not None and _listening(pg_port) and _listening(moto_port)
+    rt.stop()
+    assert not _listening(pg_port), "the exposed PostgreSQL still listens after the stack stopped"
+    assert not _listening(moto_port)
+    assert not (tmp_path / "pgdata" / "postmaster.pid").exists()
