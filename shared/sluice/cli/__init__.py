@@ -32,7 +32,7 @@ def _local_up(args: argparse.Namespace) -> int:
         print(f"Exposed:     moto and PostgreSQL also listen on {runtime.expose} (moto :{runtime.moto_port}, "
               f"PostgreSQL :{runtime.pg_port}, user postgres, password in {runtime.data_dir / PASSWORD_FILE}); "
               "moto answers anyone who reaches it")
-        print("sam local:   sluice local env --for-sam > env.json  (README: Testing with sam local)")
+        print("sam local:   sluice local env --for-sam --out env.json  (README: Testing with sam local)")
     print("Get a token: sluice local token --user alice")
     print(f"Then:        curl -H \"Authorization: Bearer $TOKEN\" {runtime.api_url}/kb")
     if failed or originals:
@@ -67,15 +67,20 @@ def _local_env(args: argparse.Namespace) -> int:
     import json
 
     from sluice.local.runtime import project_root
-    from sluice.local.samenv import NotExposedError, for_sam
+    from sluice.local.samenv import NotExposedError, TrackedFileError, for_sam, write_env_file
 
     data_dir = Path(args.data_dir) if args.data_dir else project_root() / ".sluice"
     try:
         env = for_sam(data_dir, args.host)
-    except (FileNotFoundError, NotExposedError) as exc:
+        if args.out:
+            write_env_file(Path(args.out), env)
+    except (FileNotFoundError, NotExposedError, TrackedFileError) as exc:
         print(f"sluice local env: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(env, indent=2, sort_keys=True))
+    if args.out:
+        print(f"wrote {args.out} (readable by you only: it holds the database password)", file=sys.stderr)
+    else:
+        print(json.dumps(env, indent=2, sort_keys=True))
     return 0
 
 
@@ -197,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the name containers reach this machine by (Linux: the docker0 address, e.g. 172.17.0.1, "
                           "or host.docker.internal with sam's --add-host host.docker.internal:host-gateway)")
     env.add_argument("--data-dir", default=None, help="the data directory of the `local up --expose` (.sluice/)")
+    env.add_argument("--out", default=None, metavar="FILE",
+                     help="write the file here, readable by its owner only (it holds the database password), "
+                          "never over a file git tracks; without it the document goes to stdout")
     env.set_defaults(func=_local_env)
     seed = local.add_parser("seed-events", help="create the bases, documents and objects tests/events/*.json name")
     seed.add_argument("--data-dir", default=None, help="the data directory of the running `local up` (.sluice/)")
