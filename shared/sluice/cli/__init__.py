@@ -31,7 +31,7 @@ def _local_up(args: argparse.Namespace) -> int:
 
         print(f"Exposed:     moto and PostgreSQL also listen on {runtime.expose} (moto :{runtime.moto_port}, "
               f"PostgreSQL :{runtime.pg_port}, user postgres, password in {runtime.data_dir / PASSWORD_FILE}); "
-              "moto answers anyone who reaches it")
+              "moto answers, without credentials, anyone who reaches it there")
         print("sam local:   sluice local env --for-sam --out env.json  (README: Testing with sam local)")
     print("Get a token: sluice local token --user alice")
     print(f"Then:        curl -H \"Authorization: Bearer $TOKEN\" {runtime.api_url}/kb")
@@ -190,8 +190,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--no-pumps", action="store_true",
                     help="accept requests but run no stage or schedule (to look at what is queued)")
     up.add_argument("--expose", nargs="?", const="0.0.0.0", default=None, metavar="ADDRESS",  # noqa: S104
-                    help="also listen on ADDRESS (default 0.0.0.0) for moto and PostgreSQL, which then needs the "
-                         "password in <data-dir>/pg-password: for functions in containers (sam local)")
+                    help="for functions in containers (sam local): moto and PostgreSQL also listen on ADDRESS "
+                         "(default 0.0.0.0: every interface). Whoever reaches moto there reads and writes every "
+                         "object, message and secret of the stack without credentials; PostgreSQL needs the "
+                         "password in <data-dir>/pg-password over TCP. The API stays on loopback; both stop "
+                         "with the stack")
     up.add_argument("--pg-port", type=int, default=int(os.environ.get("SLUICE_PG_PORT", "5433")),
                     help="PostgreSQL's TCP port with --expose")
     up.set_defaults(func=_local_up)

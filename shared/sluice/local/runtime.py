@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sluice.local.gateway import LOOPBACK_HOSTS, Gateway
+from sluice.local.gateway import Gateway
+from sluice.local.hosts import origins
 from sluice.local.instances import Instances
 from sluice.local.pgdata import forget_dead_handles
 from sluice.local.pump import QueuePump
@@ -134,6 +135,7 @@ class LocalRuntime:
             self._start_pumps()
             self.scheduler.start()
         self._start_gateway()
+        self._allow_gateway_origin()
         return self
 
     def stop(self) -> None:
@@ -224,7 +226,7 @@ class LocalRuntime:
                     pg_port=self.pg_port)
 
     def _start_moto(self) -> None:
-        from moto.server import ThreadedMotoServer
+        from sluice.local.motoserver import MotoServer
 
         os.environ.update({
             "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105 - moto's
@@ -233,7 +235,9 @@ class LocalRuntime:
         })
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         configure_moto(self.moto_port)
-        self._moto = ThreadedMotoServer(ip_address=self.expose or "127.0.0.1", port=self.moto_port, verbose=False)
+        # Exposed, containers name it host.docker.internal (or an address: sluice/local/hosts.py).
+        names = {self.expose, "host.docker.internal"} if self.expose else set()
+        self._moto = MotoServer(self.expose or "127.0.0.1", self.moto_port, names=names)
         self._moto.start()
 
     def _client(self, service: str) -> Any:
@@ -369,11 +373,16 @@ class LocalRuntime:
         from sluice.config import get_settings
 
         gateway = Gateway(self.template.routes(), self.invoke, get_settings().dev_jwt_secret,
-                          allowed_hosts=LOOPBACK_HOSTS | {self.host})
+                          allowed_hosts=frozenset({self.host}))
         self._http = gateway.serve(self.host, self.api_port)
         self.api_port = self._http.server_address[1]
         self._http_thread = threading.Thread(target=self._http.serve_forever, name="gateway", daemon=True)
         self._http_thread.start()
+
+    def _allow_gateway_origin(self) -> None:
+        """The one web origin moto answers is the gateway's, for the bucket only: what a page's
+        presigned POST and download link need (sluice/local/motoserver.py)."""
+        self._moto.grant(origins(self.host, self.api_port), self.bucket)
 
     # --- waiting -----------------------------------------------------------------------------
     def wait_idle(self, timeout: float = 120.0) -> bool:
