@@ -110,7 +110,8 @@ class MotoServer:
 
         self._server = make_server(self.address, self.port, self.guard, threaded=True,
                                    request_handler=MotoRequestHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
+        # A stop is seen within 0.1 s (werkzeug's default looks every 0.5 s).
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="moto", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

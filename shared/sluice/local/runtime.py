@@ -33,6 +33,11 @@ from sluice.local.workflows import (
 
 log = logging.getLogger("sluice.local")
 
+# How long the handlers still running when the stack is told to stop may take, all together.
+STOP_GRACE = 2.0
+# How often the gateway's accept loop looks for a stop (socketserver's default is 0.5 s).
+POLL_INTERVAL = 0.1
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -139,17 +144,24 @@ class LocalRuntime:
         return self
 
     def stop(self) -> None:
-        self.scheduler.stop()
-        for pump in self.pumps:
-            pump.stop()
-        self.pumps.clear()
-        if self._unroute is not None:
-            self._unroute()
-            self._unroute = None
+        """Stop promptly (a Ctrl-C is answered in about 2 s): the gateway stops listening first, then
+        every pump and schedule is told at once to take nothing more, and the handlers still running
+        get STOP_GRACE seconds together (moto's objects and messages are lost with it anyway, and
+        the next start fails what was in flight), before moto and PostgreSQL stop."""
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
             self._http = None
+        stopping: list[QueuePump | Scheduler] = [self.scheduler, *self.pumps]
+        for part in stopping:
+            part.request_stop()
+        deadline = time.monotonic() + STOP_GRACE
+        for part in stopping:
+            part.join(timeout=max(0.0, deadline - time.monotonic()))
+        self.pumps.clear()
+        if self._unroute is not None:
+            self._unroute()
+            self._unroute = None
         from sluice.db.connection import close_pool
 
         close_pool()
@@ -376,7 +388,8 @@ class LocalRuntime:
                           allowed_hosts=frozenset({self.host}))
         self._http = gateway.serve(self.host, self.api_port)
         self.api_port = self._http.server_address[1]
-        self._http_thread = threading.Thread(target=self._http.serve_forever, name="gateway", daemon=True)
+        self._http_thread = threading.Thread(target=self._http.serve_forever, args=(POLL_INTERVAL,), name="gateway",
+                                             daemon=True)
         self._http_thread.start()
 
     def _allow_gateway_origin(self) -> None:
