@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -31,8 +32,8 @@ def _local_up(args: argparse.Namespace) -> int:
 
         print(f"Exposed:     moto and PostgreSQL also listen on {runtime.expose} (moto :{runtime.moto_port}, "
               f"PostgreSQL :{runtime.pg_port}, user postgres, password in {runtime.data_dir / PASSWORD_FILE}); "
-              "moto answers anyone who reaches it")
-        print("sam local:   sluice local env --for-sam > env.json  (README: Testing with sam local)")
+              "moto answers, without credentials, anyone who reaches it there")
+        print("sam local:   sluice local env --for-sam --out env.json  (README: Testing with sam local)")
     print("Get a token: sluice local token --user alice")
     print(f"Then:        curl -H \"Authorization: Bearer $TOKEN\" {runtime.api_url}/kb")
     if failed or originals:
@@ -47,8 +48,16 @@ def _local_up(args: argparse.Namespace) -> int:
             pass
     except KeyboardInterrupt:
         pass
+    # The stop is bounded (about 2 s, sluice/local/runtime.py): a second Ctrl-C must not cut it
+    # short and leave PostgreSQL running.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     print("\nStopping...", flush=True)
     runtime.stop()
+    # Nothing is left to collect, but the interpreter's last collection at exit walked every object
+    # the handlers loaded: 5 s of the 7 a Ctrl-C took. Frozen, they are out of its sight.
+    gc.freeze()
+    print("Stopped.", flush=True)
     return 0
 
 
@@ -67,15 +76,20 @@ def _local_env(args: argparse.Namespace) -> int:
     import json
 
     from sluice.local.runtime import project_root
-    from sluice.local.samenv import NotExposedError, for_sam
+    from sluice.local.samenv import NotExposedError, TrackedFileError, for_sam, write_env_file
 
     data_dir = Path(args.data_dir) if args.data_dir else project_root() / ".sluice"
     try:
         env = for_sam(data_dir, args.host)
-    except (FileNotFoundError, NotExposedError) as exc:
+        if args.out:
+            write_env_file(Path(args.out), env)
+    except (FileNotFoundError, NotExposedError, TrackedFileError) as exc:
         print(f"sluice local env: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(env, indent=2, sort_keys=True))
+    if args.out:
+        print(f"wrote {args.out} (readable by you only: it holds the database password)", file=sys.stderr)
+    else:
+        print(json.dumps(env, indent=2, sort_keys=True))
     return 0
 
 
@@ -185,8 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--no-pumps", action="store_true",
                     help="accept requests but run no stage or schedule (to look at what is queued)")
     up.add_argument("--expose", nargs="?", const="0.0.0.0", default=None, metavar="ADDRESS",  # noqa: S104
-                    help="also listen on ADDRESS (default 0.0.0.0) for moto and PostgreSQL, which then needs the "
-                         "password in <data-dir>/pg-password: for functions in containers (sam local)")
+                    help="for functions in containers (sam local): moto and PostgreSQL also listen on ADDRESS "
+                         "(default 0.0.0.0: every interface). Whoever reaches moto there reads and writes every "
+                         "object, message and secret of the stack without credentials; PostgreSQL needs the "
+                         "password in <data-dir>/pg-password over TCP. The API stays on loopback; both stop "
+                         "with the stack")
     up.add_argument("--pg-port", type=int, default=int(os.environ.get("SLUICE_PG_PORT", "5433")),
                     help="PostgreSQL's TCP port with --expose")
     up.set_defaults(func=_local_up)
@@ -197,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the name containers reach this machine by (Linux: the docker0 address, e.g. 172.17.0.1, "
                           "or host.docker.internal with sam's --add-host host.docker.internal:host-gateway)")
     env.add_argument("--data-dir", default=None, help="the data directory of the `local up --expose` (.sluice/)")
+    env.add_argument("--out", default=None, metavar="FILE",
+                     help="write the file here, readable by its owner only (it holds the database password), "
+                          "never over a file git tracks; without it the document goes to stdout")
     env.set_defaults(func=_local_env)
     seed = local.add_parser("seed-events", help="create the bases, documents and objects tests/events/*.json name")
     seed.add_argument("--data-dir", default=None, help="the data directory of the running `local up` (.sluice/)")

@@ -45,8 +45,10 @@ def expose_postgres(server: Any, socket_url: str, address: str, port: int, passw
     """Make the embedded PostgreSQL (a ``pgserver`` server) listen on ``address:port`` as well as on
     its unix socket, with ``password`` required over TCP; returns the socket's URL, which names the
     port too now (the socket's file name carries it). A restart: listening addresses are fixed at
-    start, and pgserver starts it on the socket alone."""
+    start, and pgserver starts it on the socket alone. pgserver stops, at clean-up, the postmaster
+    it started: it is told of the new one, so the exposed server stops with the stack."""
     import pgserver
+    from pgserver.utils import PostmasterInfo
 
     with psycopg.connect(socket_url, autocommit=True) as conn:
         conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(USER), sql.Literal(password)))
@@ -56,6 +58,11 @@ def expose_postgres(server: Any, socket_url: str, address: str, port: int, passw
     pg_ctl: Any = pgserver.pg_ctl  # type: ignore[attr-defined]
     pg_ctl(["-w", "-m", "fast", "-o", f'-h "{address}" -p {port} -k "{socket_dir}"', "-l", str(pgdata / "log"),
             "restart"], pgdata=pgdata, user=server.system_user, timeout=30)
+    restarted = PostmasterInfo.read_from_pgdata(pgdata)
+    if restarted is None or not restarted.is_running():
+        raise RuntimeError(f"the embedded PostgreSQL did not come back after exposing it on {address}:{port}: "
+                           f"see {pgdata / 'log'}")
+    server._postmaster_info = restarted
     return make_conninfo(socket_url, port=str(port))
 
 

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import jwt
 
+from sluice.local.hosts import host_allowed
 from sluice.local.template import ACCOUNT, Route
 from sluice.local.tokens import as_authorizer_claims, verify
 
@@ -90,32 +91,19 @@ def build_event(route: Route, method: str, path: str, query: str, headers: dict[
     return event
 
 
-# A request for any other Host is refused: a web page the developer's browser opens can resolve
-# a name of its own to 127.0.0.1 (DNS rebinding), but it cannot make the browser send this Host.
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-def host_name(header: str) -> str:
-    """The host of a Host header, without its port (``[::1]:8787`` → ``::1``)."""
-    header = header.strip().lower()
-    if header.startswith("["):
-        return header[1:header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
-
-
 class Gateway:
     def __init__(self, routes: list[Route], invoke: Invoke, jwt_secret: str,
-                 allowed_hosts: frozenset[str] = LOOPBACK_HOSTS) -> None:
+                 allowed_hosts: frozenset[str] = frozenset()) -> None:
         if not jwt_secret:
             raise ValueError("the local gateway needs a JWT secret")
         self.routes = [(r, r.pattern()) for r in routes]
         self.invoke = invoke
         self.jwt_secret = jwt_secret
-        self.allowed_hosts = allowed_hosts
+        self.allowed_hosts = allowed_hosts  # names it is reached by besides loopback (sluice/local/hosts.py)
 
     def handle(self, method: str, target: str, headers: dict[str, str], body: bytes, source_ip: str
                ) -> tuple[int, dict[str, str], bytes]:
-        if host_name(headers.get("host", "")) not in self.allowed_hosts:
+        if not host_allowed(headers.get("host", ""), self.allowed_hosts):
             return _error(403, "FORBIDDEN", "The local API answers only requests addressed to it by a loopback "
                                             "name (Host: 127.0.0.1 or localhost).")
         parts = urlsplit(target)

@@ -32,9 +32,16 @@ class QueuePump:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def request_stop(self) -> None:
+        """Take no further message; a batch being delivered finishes (see ``join``)."""
         self._stop.set()
-        self._thread.join(timeout=10)
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout=timeout)
+
+    def stop(self) -> None:
+        self.request_stop()
+        self.join(timeout=10)
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sluice.local.gateway import LOOPBACK_HOSTS, Gateway
+from sluice.local.gateway import Gateway
+from sluice.local.hosts import origins
 from sluice.local.instances import Instances
 from sluice.local.pgdata import forget_dead_handles
 from sluice.local.pump import QueuePump
@@ -31,6 +32,11 @@ from sluice.local.workflows import (
 )
 
 log = logging.getLogger("sluice.local")
+
+# How long the handlers still running when the stack is told to stop may take, all together.
+STOP_GRACE = 2.0
+# How often the gateway's accept loop looks for a stop (socketserver's default is 0.5 s).
+POLL_INTERVAL = 0.1
 
 
 def free_port() -> int:
@@ -134,20 +140,28 @@ class LocalRuntime:
             self._start_pumps()
             self.scheduler.start()
         self._start_gateway()
+        self._allow_gateway_origin()
         return self
 
     def stop(self) -> None:
-        self.scheduler.stop()
-        for pump in self.pumps:
-            pump.stop()
-        self.pumps.clear()
-        if self._unroute is not None:
-            self._unroute()
-            self._unroute = None
+        """Stop promptly (a Ctrl-C is answered in about 2 s): the gateway stops listening first, then
+        every pump and schedule is told at once to take nothing more, and the handlers still running
+        get STOP_GRACE seconds together (moto's objects and messages are lost with it anyway, and
+        the next start fails what was in flight), before moto and PostgreSQL stop."""
         if self._http is not None:
             self._http.shutdown()
             self._http.server_close()
             self._http = None
+        stopping: list[QueuePump | Scheduler] = [self.scheduler, *self.pumps]
+        for part in stopping:
+            part.request_stop()
+        deadline = time.monotonic() + STOP_GRACE
+        for part in stopping:
+            part.join(timeout=max(0.0, deadline - time.monotonic()))
+        self.pumps.clear()
+        if self._unroute is not None:
+            self._unroute()
+            self._unroute = None
         from sluice.db.connection import close_pool
 
         close_pool()
@@ -224,7 +238,7 @@ class LocalRuntime:
                     pg_port=self.pg_port)
 
     def _start_moto(self) -> None:
-        from moto.server import ThreadedMotoServer
+        from sluice.local.motoserver import MotoServer
 
         os.environ.update({
             "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105 - moto's
@@ -233,7 +247,9 @@ class LocalRuntime:
         })
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         configure_moto(self.moto_port)
-        self._moto = ThreadedMotoServer(ip_address=self.expose or "127.0.0.1", port=self.moto_port, verbose=False)
+        # Exposed, containers name it host.docker.internal (or an address: sluice/local/hosts.py).
+        names = {self.expose, "host.docker.internal"} if self.expose else set()
+        self._moto = MotoServer(self.expose or "127.0.0.1", self.moto_port, names=names)
         self._moto.start()
 
     def _client(self, service: str) -> Any:
@@ -369,11 +385,17 @@ class LocalRuntime:
         from sluice.config import get_settings
 
         gateway = Gateway(self.template.routes(), self.invoke, get_settings().dev_jwt_secret,
-                          allowed_hosts=LOOPBACK_HOSTS | {self.host})
+                          allowed_hosts=frozenset({self.host}))
         self._http = gateway.serve(self.host, self.api_port)
         self.api_port = self._http.server_address[1]
-        self._http_thread = threading.Thread(target=self._http.serve_forever, name="gateway", daemon=True)
+        self._http_thread = threading.Thread(target=self._http.serve_forever, args=(POLL_INTERVAL,), name="gateway",
+                                             daemon=True)
         self._http_thread.start()
+
+    def _allow_gateway_origin(self) -> None:
+        """The one web origin moto answers is the gateway's, for the bucket only: what a page's
+        presigned POST and download link need (sluice/local/motoserver.py)."""
+        self._moto.grant(origins(self.host, self.api_port), self.bucket)
 
     # --- waiting -----------------------------------------------------------------------------
     def wait_idle(self, timeout: float = 120.0) -> bool:

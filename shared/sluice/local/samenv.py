@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,10 @@ DEFAULT_HOST = "host.docker.internal"
 
 class NotExposedError(RuntimeError):
     """The stack listens on loopback and a unix socket only: no container can reach it."""
+
+
+class TrackedFileError(RuntimeError):
+    """The ``--out`` file is tracked by git: writing the database password there would commit it."""
 
 
 def function_variables(template: Template, resolve: Resolver, current: Mapping[str, str]) -> dict[str, dict[str, str]]:
@@ -101,3 +107,32 @@ def local_environment(data_dir: Path, root: Path) -> dict[str, str]:
         "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
     })
     return env
+
+
+def tracked_by_git(path: Path) -> bool:
+    """Whether git tracks ``path`` (False outside a repository, or without git)."""
+    try:
+        listed = subprocess.run(["git", "-C", str(path.parent), "ls-files", "--error-unmatch", "--", path.name],
+                                capture_output=True, timeout=30, check=False)
+    except (FileNotFoundError, subprocess.TimeoutExpired):
+        return False
+    return listed.returncode == 0
+
+
+def write_env_file(path: Path, env: dict[str, dict[str, str]]) -> None:
+    """Write the ``--env-vars`` document, which holds the database password, readable by its owner
+    only, whatever file was there before (it is replaced, not rewritten in place); never over a file
+    git tracks."""
+    path = path.absolute()
+    if tracked_by_git(path):
+        raise TrackedFileError(f"{path} is tracked by git, and the file holds the database password: "
+                               "write it to a file git does not track (env.json at the root is ignored)")
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # created 0600
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(env, out, indent=2, sort_keys=True)
+            out.write("\n")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

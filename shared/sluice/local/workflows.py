@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -125,10 +126,19 @@ class Scheduler:
             thread.start()
             self._threads.append(thread)
 
-    def stop(self) -> None:
+    def request_stop(self) -> None:
+        """Fire nothing more; a run in progress finishes (see ``join``)."""
         self._stop.set()
+
+    def join(self, timeout: float) -> None:
+        """Wait for the runs in progress, ``timeout`` seconds for all of them together."""
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+    def stop(self) -> None:
+        self.request_stop()
+        self.join(timeout=5)
 
     def _run(self, name: str, schedule: Schedule) -> None:
         period = rate_seconds(schedule.expression)

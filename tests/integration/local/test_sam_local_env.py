@@ -107,3 +107,64 @@ def test_env_refuses_a_stack_that_is_not_exposed(tmp_path: Path, capsys: pytest.
     assert "sluice local up --expose" in capsys.readouterr().err
     assert main(["local", "env", "--for-sam", "--data-dir", str(tmp_path / "never-started")]) == 2
     assert "start the stack first" in capsys.readouterr().err
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_the_exposed_postgres_stops_with_the_stack(tmp_path: Path):
+    # The exposing restart (sluice/local/expose.py) starts a postmaster pgserver does not know of:
+    # its clean-up stopped the one it had started, long gone, and left the exposed one listening.
+    rt = LocalRuntime(root=ROOT, data_dir=tmp_path, api_port=0, pumps=False, expose="127.0.0.1", pg_port=free_port())
+    rt.start()
+    pg_port, moto_port = rt.pg_port, rt.moto_port
+    assert pg_port is not None and _listening(pg_port) and _listening(moto_port)
+    rt.stop()
+    assert not _listening(pg_port), "the exposed PostgreSQL still listens after the stack stopped"
+    assert not _listening(moto_port)
+    assert not (tmp_path / "pgdata" / "postmaster.pid").exists()
+
+
+def exposed_state(data_dir: Path) -> None:
+    data_dir.mkdir(exist_ok=True)
+    write_state(data_dir, functions={"KbFunction": {"SLUICE_BUCKET": "b"}}, moto_port=4566,
+                database_url="host=/tmp dbname=sluice", expose="127.0.0.1", pg_port=5433)
+
+
+def test_env_out_is_written_readable_by_its_owner_only(tmp_path: Path):
+    exposed_state(tmp_path)
+    out = tmp_path / "env.json"
+    out.write_text("{}")
+    out.chmod(0o644)  # an earlier `> env.json` left it world-readable
+    assert main(["local", "env", "--for-sam", "--data-dir", str(tmp_path), "--out", str(out)]) == 0
+    assert out.stat().st_mode & 0o777 == 0o600
+    password = (tmp_path / PASSWORD_FILE).read_text()
+    assert f"postgres:{password}@host.docker.internal:5433" in json.loads(out.read_text())["KbFunction"]["DATABASE_URL"]
+
+
+def test_env_out_refuses_to_overwrite_a_file_git_tracks(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    import subprocess
+
+    exposed_state(tmp_path / "data")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    tracked = repo / "env.json"
+    tracked.write_text('{"committed": true}\n')
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "env.json"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    assert main(["local", "env", "--for-sam", "--data-dir", str(tmp_path / "data"), "--out", str(tracked)]) == 2
+    assert "tracked by git" in capsys.readouterr().err
+    assert tracked.read_text() == '{"committed": true}\n'
+
+
+def test_env_json_at_the_root_is_ignored_by_git():
+    import subprocess
+
+    assert subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", "env.json"]).returncode == 0
