@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import psycopg
 from pydantic import ValidationError as PydanticValidationError
 
-from sluice.access.pools import check_indexing_open
+from sluice.access.pools import check_indexing_open, sync_deferred
 from sluice.db import document_claims as claims
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
@@ -259,6 +259,10 @@ def _fetch_all(ctx: SyncContext, run: SyncRun, source: SyncSource, kb: Knowledge
 def _fetch_one(ctx: SyncContext, connector: Connector, run: SyncRun, source: SyncSource, kb: KnowledgeBase,
                f: RunFile, current: Document | None, tmp: Path) -> Outcome:
     # A directory of its own per file: two files of one name in different folders never share a path.
+    # A private pool whose owner's upload limits are spent: not fetched, reported, taken by the next run.
+    deferred = _answer(ctx, "upload limits", lambda c: sync_deferred(c, kb, ctx.settings), None)
+    if deferred is not None:
+        return Outcome(f.seq, "failed", deferred)
     workdir = Path(tempfile.mkdtemp(dir=tmp))
     limit = ctx.settings.max_upload_bytes
     try:
