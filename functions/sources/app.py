@@ -111,7 +111,7 @@ def find_source(source_id: str) -> SyncSourceOut:
 def repoint_source(source_id: str, body: Annotated[sources.RepointSyncSource, Body()]) -> SyncSourceOut:
     p, ctx = principal(app), sync_context()
     with ctx.uow() as conn:
-        source, kb = sources.repoint_source(conn, p, source_id, body)
+        source, kb = sources.repoint_source(conn, p, source_id, body, settings=ctx.settings)
     return source_view(source, kb)
 
 

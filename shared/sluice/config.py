@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     # with the function's own role instead of a secret; empty: none.
     sync_function_role_buckets: str = Field("", alias="SYNC_FUNCTION_ROLE_BUCKETS")
     sync_min_schedule_minutes: int = Field(15, alias="SYNC_MIN_SCHEDULE_MINUTES")
+    # Bounds (issue 26): the sources one base may have, and the files one run lists at most (a listing
+    # cut there is not whole, so the run removes nothing).
+    sync_max_sources_per_base: int = Field(20, ge=1, alias="SYNC_MAX_SOURCES_PER_BASE")
+    sync_max_keys_per_run: int = Field(100_000, ge=1, alias="SYNC_MAX_KEYS_PER_RUN")
 
     # Teardowns (R-TD-1..3): the workflow the delete routes start, and the waits and budgets of its steps.
     teardown_state_machine_arn: str = Field("", alias="TEARDOWN_STATE_MACHINE_ARN")

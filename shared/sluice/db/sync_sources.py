@@ -54,6 +54,14 @@ def list_for_kb(conn: Connection, kb_id: uuid.UUID) -> list[SyncSource]:
     return [SyncSource(**r) for r in rows]
 
 
+def lock_kb_sources(conn: Connection, kb_id: uuid.UUID) -> int:
+    """Hold the base's sources still until the transaction ends (two adds queue), and count them."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('sync_sources:' || %s::text, 0))", (kb_id,))
+    row = conn.execute("SELECT count(*) AS n FROM sync_sources WHERE kb_id = %s", (kb_id,)).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
 def scheduled(conn: Connection) -> list[SyncSource]:
     rows = conn.execute(f"SELECT {_FIELDS} FROM sync_sources WHERE schedule IS NOT NULL ORDER BY id").fetchall()
     return [SyncSource(**r) for r in rows]
