@@ -1,8 +1,9 @@
 """The steps of a run, each a Step Functions task of ``infra/statemachines/sync.asl.json``.
 
-``list`` reads the whole listing (paged, and says whether it is whole) into the run's file
-rows and answers the batches; the Map runs ``batch`` on each (decide by the change signal,
-else fetch and decide by the content hash, hand what changed to the ordinary pipeline);
+``list`` reads the whole listing (paged, at most SYNC_MAX_KEYS_PER_RUN files, and says whether
+it is whole: one cut by that cap is not) into the run's file rows and answers the batches;
+the Map runs ``batch`` on each (decide by the change signal, else fetch and decide by the
+content hash, hand what changed to the ordinary pipeline);
 ``await`` watches the pipeline until every handed-over document is indexed or failed;
 ``reconcile`` removes the documents this source no longer lists - only after a whole listing,
 and only those no other source claims; ``finish`` writes the totals. ``batch_failed`` and
@@ -107,7 +108,7 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
         return _fail_run(ctx, run_id, str(exc))
     except PydanticValidationError:
         return _fail_run(ctx, run_id, "The source's configuration is no longer valid; correct it and run again.")
-    listing = connector.list_files()
+    listing = connector.list_files(limit=ctx.settings.sync_max_keys_per_run)
     only: set[str] | None = None
     if run.trigger == "retry" and run.retry_of is not None:
         with ctx.uow() as conn:

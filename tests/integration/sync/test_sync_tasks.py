@@ -246,3 +246,28 @@ def test_a_sync_into_a_private_pool_counts_against_its_owners_upload_limits(db_u
     assert {k: o for k, (o, _) in second.items()} == {
         "note0.md": "unchanged", "note1.md": "unchanged", "note2.md": "unchanged", "note3.md": "new",
         "note4.md": "new"}
+
+
+def test_a_listing_cut_by_the_runs_key_cap_removes_nothing_and_says_so(bench: Bench):
+    # GIVEN five synced documents
+    bench.remote.objects = {f"page{i}.md": f"# Page {i}\n\nThe page number {i}.\n".encode() for i in range(5)}
+    ids = {k: d for k, (_, d) in bench.outcomes(bench.run()).items()}
+    for doc_id in ids.values():
+        assert doc_id is not None
+        finish_indexing(doc_id)
+    # WHEN a run may list only three keys
+    bench.ctx.settings = bench.ctx.settings.model_copy(update={"sync_max_keys_per_run": 3})
+    cut = bench.run(finish=False)
+    # THEN it lists three, the listing is not whole, reconcile removes nothing and the run says why
+    assert sorted(bench.outcomes(cut)) == ["page0.md", "page1.md", "page2.md"]
+    assert tasks.run_task(bench.ctx, {"task": "reconcile", "run_id": str(cut)}) == {
+        "removed": 0, "skipped": "the listing was not whole"}
+    assert tasks.run_task(bench.ctx, {"task": "finish", "run_id": str(cut)}) == {"status": "failed"}
+    with transaction() as conn:
+        run = runs.get(conn, cut)
+        kept = [doc_repo.get(conn, d) for d in ids.values() if d is not None]
+    assert run is not None and run.listing_complete is False and run.files_listed == 3
+    assert run.error == ("The listing was cut at 3 files, the most one run lists (SYNC_MAX_KEYS_PER_RUN): those "
+                         "were synced and nothing was removed. Narrow the source's prefix, or split it into "
+                         "several sources.")
+    assert len(kept) == 5 and all(d is not None for d in kept)  # page3 and page4 were not listed, and stay
