@@ -92,6 +92,8 @@ class Settings(BaseSettings):
 
     # Source syncs (issue 14, SPEC §10). The state machine the API and the schedule start runs of.
     sync_state_machine_arn: str = Field("", alias="SYNC_STATE_MACHINE_ARN")
+    # The queue the schedule hands its due runs out on, one message each; its consumer starts them.
+    sync_due_queue_url: str = Field("", alias="SYNC_DUE_QUEUE_URL")
     # Files one Map iteration of a run decides and fetches (and the most bytes it fetches, MB).
     sync_batch_files: int = Field(25, alias="SYNC_BATCH_FILES")
     sync_batch_mb: int = Field(200, alias="SYNC_BATCH_MB")
