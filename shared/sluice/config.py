@@ -112,6 +112,8 @@ class Settings(BaseSettings):
     # cut there is not whole, so the run removes nothing).
     sync_max_sources_per_base: int = Field(20, ge=1, alias="SYNC_MAX_SOURCES_PER_BASE")
     sync_max_keys_per_run: int = Field(100_000, ge=1, alias="SYNC_MAX_KEYS_PER_RUN")
+    # Each source keeps the per-file lists of its latest this many runs; the reaper deletes older ones'.
+    sync_run_files_keep_runs: int = Field(10, ge=1, alias="SYNC_RUN_FILES_KEEP_RUNS")
 
     # Teardowns (R-TD-1..3): the workflow the delete routes start, and the waits and budgets of its steps.
     teardown_state_machine_arn: str = Field("", alias="TEARDOWN_STATE_MACHINE_ARN")

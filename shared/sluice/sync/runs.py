@@ -27,6 +27,7 @@ from sluice.db.sync_sources import SyncSource
 from sluice.errors import CollectionNotFoundError, ConflictError, SluiceError, ValidationError
 from sluice.identity import Principal
 from sluice.sync.context import SyncContext
+from sluice.sync.retention import EXPIRED_NOTE
 from sluice.sync.schedule import due, due_at, fair_order, schedule_period, tenant_of
 from sluice.sync.sources import get_source, parse_id, reachable_source
 
@@ -176,6 +177,9 @@ def retry_failed(ctx: SyncContext, p: Principal, run_id: str) -> SyncRun:
     """A run of exactly the files ``run_id`` failed, fetched whatever their change signal says."""
     with ctx.uow() as conn:
         run, source, kb = reachable_run(conn, p, run_id, for_update=True)
+        if run.files_expired_at is not None:
+            raise ValidationError("This run's file list has expired; start a new run instead.",
+                                  fields={"run_id": "The run's file list was removed by the retention sweep."})
         if not runs.failed_paths(conn, run.id):
             raise ValidationError("This run has no failed files to retry.",
                                   fields={"run_id": "The run failed no file."})
@@ -240,10 +244,11 @@ class FilePage:
     total: int
     limit: int
     offset: int
+    note: str | None = None  # why there are no files to show (the run's list expired)
 
 
 def run_files(conn: Connection, p: Principal, run_id: str, *, limit: int, offset: int,
               outcome: str | None = None) -> FilePage:
     run, _, _ = reachable_run(conn, p, run_id)
     files, total = runs.files_page(conn, run.id, limit=limit, offset=offset, outcome=outcome)
-    return FilePage(run.id, files, total, limit, offset)
+    return FilePage(run.id, files, total, limit, offset, EXPIRED_NOTE if run.files_expired_at else None)

@@ -13,13 +13,16 @@ import pytest
 
 from sluice.access.bases import CreateKnowledgeBase, create_base
 from sluice.config import get_settings
+from sluice.db import sync_runs as runs_repo
 from sluice.db import sync_sources as sources_repo
 from sluice.db.connection import transaction
+from sluice.db.sync_runs import RunFile
 from sluice.db.sync_sources import SyncSource
-from sluice.errors import DocCapReachedError
+from sluice.errors import DocCapReachedError, ValidationError
 from sluice.identity import Principal
 from sluice.sync.context import SyncContext
-from sluice.sync.runs import queue_due_runs, start_if_due
+from sluice.sync.retention import expire_run_files
+from sluice.sync.runs import queue_due_runs, retry_failed, run_files, start_if_due
 from sluice.sync.sources import (
     CloneSyncSource,
     CreateSyncSource,
@@ -135,3 +138,60 @@ def test_the_schedule_hands_each_due_run_out_as_a_message_taking_turns_across_te
     assert sorted(str(r["source_id"]) for r in started) == sorted(str(s) for s in queued)
     assert {r["trigger"] for r in started} == {"schedule"} and len(executions.runs) == 6
 
+
+# --- old runs' file lists expire ------------------------------------------------------------------
+
+def finished_run(conn, source: SyncSource, kb_id: uuid.UUID, collection: str, files: int, *, ago: timedelta
+                 ) -> uuid.UUID:
+    run = runs_repo.insert(conn, source_id=source.id, kb_id=kb_id, collection_name=collection, connector="s3",
+                           sync_mode="new_only", trigger="manual", started_by="eda")
+    runs_repo.add_files(conn, run.id, [
+        RunFile(seq=i, batch=0, source_path=f"s3://team-docs/{i}.md", remote_key=f"{i}.md", name=f"{i}.md",
+                etag="e", size=1, outcome="unchanged") for i in range(1, files + 1)])
+    runs_repo.update(conn, run.id, status="succeeded", files_listed=files, files_unchanged=files,
+                     finished_at=datetime.now(UTC))
+    conn.execute("UPDATE sync_logs SET created_at = now() - %s WHERE id = %s", (ago, run.id))
+    return run.id
+
+
+def file_rows(conn) -> dict[uuid.UUID, int]:
+    rows = conn.execute("SELECT run_id, count(*) AS n FROM sync_log_files GROUP BY run_id").fetchall()
+    return {r["run_id"]: r["n"] for r in rows}
+
+
+def test_the_reapers_sweep_keeps_the_file_lists_of_each_sources_latest_runs_only(db_url):
+    settings = get_settings().model_copy(update={"sync_run_files_keep_runs": 2})
+    with transaction() as conn:
+        kb = create_base(conn, EDITOR, CreateKnowledgeBase(name="History", scope="org"))
+        source, _ = create_source(conn, EDITOR, str(kb.id), body(1), settings=settings, vault=Vault())
+        other, _ = create_source(conn, EDITOR, str(kb.id), body(2), settings=settings, vault=Vault())
+        oldest, older, newer, newest = (finished_run(conn, source, kb.id, kb.collection_name, 3, ago=timedelta(days=d))
+                                        for d in (4, 3, 2, 1))
+        lone = finished_run(conn, other, kb.id, kb.collection_name, 2, ago=timedelta(days=9))
+        going = runs_repo.insert(conn, source_id=other.id, kb_id=kb.id, collection_name=kb.collection_name,
+                                 connector="s3", sync_mode="new_only", trigger="manual", started_by="eda").id
+        runs_repo.add_files(conn, going, [RunFile(seq=1, batch=0, source_path="s3://team-docs/x.md",
+                                                  remote_key="x.md", name="x.md", etag="e", size=1)])
+    # WHEN the sweep runs (twice: the second finds nothing more to do)
+    assert expire_run_files(transaction, settings) == 2
+    assert expire_run_files(transaction, settings) == 0
+    with transaction() as conn:
+        left = file_rows(conn)
+        expired = {r["id"]: r["files_expired_at"] is not None
+                   for r in conn.execute("SELECT id, files_expired_at FROM sync_logs").fetchall()}
+        kept = runs_repo.get(conn, oldest)
+    # THEN the two oldest runs of the first source lost their file rows, and nothing else did
+    assert left == {newer: 3, newest: 3, going: 1, lone: 2}
+    assert expired == {oldest: True, older: True, newer: False, newest: False, going: False, lone: False}
+    assert kept is not None and (kept.files_listed, kept.files_unchanged) == (3, 3)  # its totals stay
+    # AND reading an expired run's files says why there are none; retrying its failures says so too
+    with transaction() as conn:
+        page = run_files(conn, EDITOR, str(oldest), limit=10, offset=0)
+    assert page.files == [] and page.total == 0
+    assert page.note == ("This run's file list was removed: a source keeps the file lists of its latest "
+                         "SYNC_RUN_FILES_KEEP_RUNS runs. Its totals stay.")
+    ctx = SyncContext(uow=transaction, store=None, settings=settings,  # type: ignore[arg-type]
+                      connectors=None, executions=Started())  # type: ignore[arg-type]
+    with pytest.raises(ValidationError) as refused:
+        retry_failed(ctx, EDITOR, str(oldest))
+    assert refused.value.message == "This run's file list has expired; start a new run instead."
