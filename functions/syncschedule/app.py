@@ -1,23 +1,35 @@
-"""Scheduled syncs: every five minutes, start the runs of the sources whose schedule is due."""
+"""Scheduled syncs. Every five minutes (the schedule): hand out one message per source whose schedule
+is due, tenants taking turns. Each message (the queue): start that source's run if it is still due."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
 from sluice.config import DATABASE
-from sluice.observability import logger, plain_handler
-from sluice.sync.schedule import start_due_runs
+from sluice.observability import logger, plain_handler, sqs_handler
+from sluice.sync.runs import queue_due_runs, start_if_due
 from sluice.wiring import sync_context
 
 
-def work(event: dict[str, Any]) -> dict[str, Any]:
+def plan(event: dict[str, Any]) -> dict[str, Any]:
     # The event's time is when the schedule fired (EventBridge sets it); a late delivery decides as of then.
     when = event.get("time")
     now = datetime.fromisoformat(str(when).replace("Z", "+00:00")) if when else datetime.now(UTC)
-    started = start_due_runs(sync_context(), now)
-    logger.info("scheduled runs started", extra={"started": len(started)})
-    return {"started": [str(r) for r in started]}
+    queued = queue_due_runs(sync_context(), now)
+    logger.info("due sync runs handed out", extra={"queued": len(queued)})
+    return {"queued": [str(s) for s in queued]}
 
 
-handler = plain_handler(work, requires=(DATABASE, "SYNC_STATE_MACHINE_ARN"))
+def start(record: SQSRecord) -> None:
+    start_if_due(sync_context(), record.json_body)
+
+
+_plan = plain_handler(plan, requires=(DATABASE, "SYNC_DUE_QUEUE_URL"))
+_start = sqs_handler(start, requires=(DATABASE, "SYNC_STATE_MACHINE_ARN"))
+
+
+def handler(event: dict[str, Any], context: Any) -> Any:
+    return (_start if "Records" in event else _plan)(event, context)

@@ -92,6 +92,8 @@ class Settings(BaseSettings):
 
     # Source syncs (issue 14, SPEC §10). The state machine the API and the schedule start runs of.
     sync_state_machine_arn: str = Field("", alias="SYNC_STATE_MACHINE_ARN")
+    # The queue the schedule hands its due runs out on, one message each; its consumer starts them.
+    sync_due_queue_url: str = Field("", alias="SYNC_DUE_QUEUE_URL")
     # Files one Map iteration of a run decides and fetches (and the most bytes it fetches, MB).
     sync_batch_files: int = Field(25, alias="SYNC_BATCH_FILES")
     sync_batch_mb: int = Field(200, alias="SYNC_BATCH_MB")
@@ -109,6 +111,12 @@ class Settings(BaseSettings):
     # Buckets the stack owns besides SLUICE_BUCKET (comma-separated): with it, the buckets no sync
     # source may read, whatever its credential (``stack_buckets``).
     stack_bucket_names: str = Field("", alias="SLUICE_STACK_BUCKETS")
+    # Bounds (issue 26): the sources one base may have, and the files one run lists at most (a listing
+    # cut there is not whole, so the run removes nothing).
+    sync_max_sources_per_base: int = Field(20, ge=1, alias="SYNC_MAX_SOURCES_PER_BASE")
+    sync_max_keys_per_run: int = Field(100_000, ge=1, alias="SYNC_MAX_KEYS_PER_RUN")
+    # Each source keeps the per-file lists of its latest this many runs; the reaper deletes older ones'.
+    sync_run_files_keep_runs: int = Field(10, ge=1, alias="SYNC_RUN_FILES_KEEP_RUNS")
 
     # Teardowns (R-TD-1..3): the workflow the delete routes start, and the waits and budgets of its steps.
     teardown_state_machine_arn: str = Field("", alias="TEARDOWN_STATE_MACHINE_ARN")

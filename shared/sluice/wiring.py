@@ -108,13 +108,15 @@ def intake() -> Intake:
 @lru_cache(maxsize=1)
 def sync_context() -> SyncContext:
     """The sync service's adapters: the connectors open with each source's own secret, runs start on
-    the sync state machine (SYNC_STATE_MACHINE_ARN)."""
+    the sync state machine (SYNC_STATE_MACHINE_ARN), due runs are handed out on SYNC_DUE_QUEUE_URL."""
     settings = get_settings()
     executions = (StepFunctionsExecutions(aws.client("stepfunctions"), settings.sync_state_machine_arn)
                   if settings.sync_state_machine_arn else None)
+    due_queue = JobQueue(aws.client("sqs"), settings.sync_due_queue_url) if settings.sync_due_queue_url else None
     return SyncContext(uow=transaction, store=aws.object_store(), settings=settings,
                        connectors=ConnectorOpener(settings, SecretValues(aws.client("secretsmanager"))),
-                       executions=executions, vault=key_vault(), read_parameter=aws.parameter_value)
+                       executions=executions, vault=key_vault(), read_parameter=aws.parameter_value,
+                       due_queue=due_queue)
 
 
 # --- teardowns (issue 15) ------------------------------------------------------------------------

@@ -5,6 +5,7 @@ embedder whose calls are counted, and the runs' GetObject calls counted at their
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -26,6 +27,18 @@ def addresses(w: SyncWorld, kb: dict) -> list[str]:
     return sorted(d["source_path"] for d in w.documents(kb))
 
 
+def started_run(w: SyncWorld, history: str, count: int, timeout: float = 30) -> dict:
+    """The source's latest run, once its history holds ``count`` runs (a queued start is delivered by a pump)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        page = w.api.get(history).json()
+        if page["total"] >= count:
+            assert page["total"] == count, page
+            return dict(page["runs"][0])
+        time.sleep(0.2)
+    raise AssertionError(f"no run {count} was started: {page}")
+
+
 def test_seven_scheduled_runs_of_an_unchanged_bucket_index_each_document_once(sync_world):
     w = sync_world
     kb = w.new_base("Nightly")
@@ -36,14 +49,15 @@ def test_seven_scheduled_runs_of_an_unchanged_bucket_index_each_document_once(sy
     source = w.source(bucket, kb=kb, schedule="rate(1 day)")
     created = datetime.now(UTC)
     runs, embeds, fetched = [], [], []
+    history = f"/kb/{kb['id']}/sync-sources/{source['id']}/logs"
     for day in range(1, 8):
-        # what EventBridge hands the scheduled function, a day later each time
-        started = w.runtime.invoke("SyncScheduleFunction", {
+        # what EventBridge hands the scheduled function, a day later each time: it hands the run out
+        queued = w.runtime.invoke("SyncScheduleFunction", {
             "source": "aws.scheduler", "detail-type": "Scheduled Event",
-            "time": (created + timedelta(days=day, minutes=1)).isoformat()})["started"]
-        mine = [r for r in started if w.api.get(f"/rag/sync/logs/{r}").json().get("source_id") == source["id"]]
-        assert len(mine) == 1, started
-        runs.append(w.wait(mine[0]))
+            "time": (created + timedelta(days=day, minutes=1)).isoformat()})["queued"]
+        assert queued.count(source["id"]) == 1, queued
+        # and the queue's message, delivered to the same function, starts it
+        runs.append(w.wait(started_run(w, history, day)["id"]))
         embeds.append(w.embedder.calls)
         fetched.append(w.calls.snapshot())
 
@@ -61,7 +75,7 @@ def test_seven_scheduled_runs_of_an_unchanged_bucket_index_each_document_once(sy
     assert all(outcome == "unchanged" for outcome in w.outcomes(runs[-1]["id"]).values())
     assert addresses(w, kb) == sorted(f"s3://{bucket}/{k}" for k in keys)  # each document once
     assert all(d["status"] == "done" and d["source"] == "sync" for d in w.documents(kb))
-    history = w.api.get(f"/kb/{kb['id']}/sync-sources/{source['id']}/logs", params={"limit": 5}).json()
+    history = w.api.get(history, params={"limit": 5}).json()
     assert history["total"] == 7 and len(history["runs"]) == 5 and history["next_offset"] == 5
     assert history["runs"][0]["id"] == runs[-1]["id"]
 
@@ -85,10 +99,12 @@ def test_the_templates_scheduler_starts_a_due_run_and_not_one_that_is_not_due(sy
         conn.execute("UPDATE sync_sources SET created_at = now() - interval '1 hour' WHERE id = %s",
                      (source["id"],))
     w.runtime.scheduler.fire("SyncScheduleFunction")
-    (run,) = w.api.get(history).json()["runs"]
+    run = started_run(w, history, 1)  # handed out on the template's SyncDueQueue, started by its consumer
     assert run["trigger"] == "schedule"
+    assert w.runtime.template.function_for_queue("SyncDueQueue").name == "SyncScheduleFunction"
     assert w.wait(run["id"])["counts"]["new"] == 1
     w.runtime.scheduler.fire("SyncScheduleFunction")  # it has just run: not due for another half hour
+    time.sleep(2)  # what a queued start would have taken
     assert w.api.get(history).json()["total"] == 1
 
 

@@ -6,7 +6,8 @@ has (so a second base is not a way round it). Uploads into a private pool are
 limited per uploader to ``UPLOAD_RATE_PER_MINUTE`` a minute and
 ``UPLOAD_RATE_PER_DAY`` a day over sliding windows. Organization and app-wide
 bases are curated collections and are not throttled. Listing and deleting are
-never limited: only the upload paths call this module.
+never limited: only the upload paths call this module. A sync into a private pool
+counts against its owner's cap and limits as their upload would (``admit_synced``).
 
 Both checks run under the users' quota row locks, inside the transaction that
 writes the document row: concurrent requests queue on the lock, each sees the
@@ -93,19 +94,57 @@ def admit_upload(conn: Connection, p: Principal, kb: KnowledgeBase, settings: Se
                 f"{per}; split it into smaller archives.",
                 fields={"file": f"Holds {documents} documents; at most {limit} may be uploaded {per}."},
             )
-    today = upload_quotas.accepted_since(conn, p.user_id, now - DAY)
+    wait = _rate_wait(conn, p.user_id, documents, settings, now)
+    if wait is not None:
+        raise RateLimitError(
+            f"Too many uploads: a user may upload {settings.upload_rate_per_minute} documents a minute and "
+            f"{settings.upload_rate_per_day} a day to a private knowledge base. Try again later.",
+            retry_after=max(1, math.ceil(wait)),
+        )
+    upload_quotas.record(conn, p.user_id, now, keep=DAY, count=documents)
+
+
+def _rate_wait(conn: Connection, user_id: str, documents: int, settings: Settings, now: datetime) -> float | None:
+    """Seconds until ``documents`` more of the user's uploads fit both windows, or None if they fit now."""
+    today = upload_quotas.accepted_since(conn, user_id, now - DAY)
     this_minute = [t for t in today if t > now - MINUTE]
     waits = [w for w in (
         _retry_after(this_minute, settings.upload_rate_per_minute, documents, MINUTE, now),
         _retry_after(today, settings.upload_rate_per_day, documents, DAY, now),
     ) if w is not None]
-    if waits:
-        raise RateLimitError(
-            f"Too many uploads: a user may upload {settings.upload_rate_per_minute} documents a minute and "
-            f"{settings.upload_rate_per_day} a day to a private knowledge base. Try again later.",
-            retry_after=max(1, math.ceil(max(waits))),
-        )
-    upload_quotas.record(conn, p.user_id, now, keep=DAY, count=documents)
+    return max(waits) if waits else None
+
+
+# --- syncs into a private pool ----------------------------------------------------------------
+# A source of a personal base reads for the base's owner: each file it adds counts against the pool's
+# cap and the owner's upload limits, as if the owner had uploaded it. A file the limits defer is not
+# fetched and gets no row (so nothing remembers it as a failure): the run reports it with this
+# sentence, and the next run, finding nothing at its address, takes it.
+
+def sync_deferral(settings: Settings) -> str:
+    return (f"Deferred: a private knowledge base takes at most {settings.upload_rate_per_minute} documents a "
+            f"minute and {settings.upload_rate_per_day} a day from its owner's uploads and syncs together, and "
+            "that is used up for now. The file was not fetched; the next run takes it.")
+
+
+def sync_deferred(conn: Connection, kb: KnowledgeBase, settings: Settings) -> str | None:
+    """Before a download: the deferral sentence if the owner's limits have no room for one more file now."""
+    if kb.scope != "personal" or kb.owner_id is None:
+        return None
+    now = upload_quotas.clock(conn)
+    return sync_deferral(settings) if _rate_wait(conn, kb.owner_id, 1, settings, now) is not None else None
+
+
+def admit_synced(conn: Connection, kb: KnowledgeBase, settings: Settings) -> None:
+    """Refuse a synced file a private pool has no room or no budget for; otherwise count it for the owner."""
+    if kb.scope != "personal" or kb.owner_id is None:
+        return
+    now = upload_quotas.lock_users(conn, {kb.owner_id})
+    _check_room(conn, kb.owner_id, 1, settings)
+    wait = _rate_wait(conn, kb.owner_id, 1, settings, now)
+    if wait is not None:
+        raise RateLimitError(sync_deferral(settings), retry_after=max(1, math.ceil(wait)))
+    upload_quotas.record(conn, kb.owner_id, now, keep=DAY)
 
 
 def admit_unpacked(conn: Connection, kb: KnowledgeBase, members: int, settings: Settings) -> None:

@@ -102,6 +102,8 @@ class SyncRunOut(Body):
     created_at: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
+    files_expired_at: datetime | None = Field(
+        None, description="When the retention sweep removed this run's file list (its counts stay); null: kept.")
 
 
 def run_view(state: RunState) -> SyncRunOut:
@@ -115,7 +117,7 @@ def run_view(state: RunState) -> SyncRunOut:
                             updated=p.updated, unchanged=p.unchanged, ignored=p.ignored,
                             skipped=p.unchanged + p.ignored, failed=p.failed, removed=p.removed),
         error=r.error, started_by=r.started_by, created_at=r.created_at, started_at=r.started_at,
-        finished_at=r.finished_at)
+        finished_at=r.finished_at, files_expired_at=r.files_expired_at)
 
 
 class SyncRunsOut(Body):
@@ -152,6 +154,7 @@ class SyncFilesOut(Body):
     limit: int
     offset: int
     next_offset: int | None
+    note: str | None = Field(None, description="Why there are no files to show: the run's list expired.")
 
 
 def file_view(f: RunFile) -> SyncFileOut:
@@ -164,4 +167,4 @@ def file_view(f: RunFile) -> SyncFileOut:
 def files_view(page: FilePage) -> SyncFilesOut:
     nxt = page.offset + page.limit if page.offset + page.limit < page.total else None
     return SyncFilesOut(run_id=str(page.run_id), files=[file_view(f) for f in page.files], total=page.total,
-                        limit=page.limit, offset=page.offset, next_offset=nxt)
+                        limit=page.limit, offset=page.offset, next_offset=nxt, note=page.note)

@@ -41,6 +41,7 @@ class SyncRun:
     created_at: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
+    files_expired_at: datetime | None = None  # when the retention sweep deleted its file rows
 
     @property
     def active(self) -> bool:
@@ -299,6 +300,34 @@ def files_page(conn: Connection, run_id: uuid.UUID, *, limit: int, offset: int, 
     total = conn.execute(f"SELECT count(*) AS n FROM sync_log_files WHERE {where}", params).fetchone()
     assert total is not None
     return [RunFile(**r) for r in rows], int(total["n"])
+
+
+# --- retention: old runs' file rows ----------------------------------------------------------
+
+def expirable(conn: Connection, *, keep: int, limit: int) -> list[uuid.UUID]:
+    """Finished runs whose file rows may go: each source's runs past its latest ``keep``, oldest first."""
+    rows = conn.execute(
+        """
+        SELECT id FROM (
+            SELECT id, status, files_expired_at, created_at,
+                   row_number() OVER (PARTITION BY source_id ORDER BY created_at DESC, id) AS place
+              FROM sync_logs) ranked
+         WHERE place > %s AND status NOT IN ('queued', 'running') AND files_expired_at IS NULL
+         ORDER BY created_at, id LIMIT %s
+        """,
+        (keep, limit),
+    ).fetchall()
+    return [r["id"] for r in rows]
+
+
+def expire_files(conn: Connection, run_id: uuid.UUID) -> int | None:
+    """Delete a finished run's file rows and note when; returns how many went (None: not expirable)."""
+    marked = conn.execute(
+        "UPDATE sync_logs SET files_expired_at = now() WHERE id = %s AND status NOT IN ('queued', 'running')"
+        " AND files_expired_at IS NULL", (run_id,)).rowcount
+    if not marked:
+        return None
+    return conn.execute("DELETE FROM sync_log_files WHERE run_id = %s", (run_id,)).rowcount
 
 
 def failed_paths(conn: Connection, run_id: uuid.UUID) -> set[str]:

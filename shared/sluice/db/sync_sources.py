@@ -54,9 +54,43 @@ def list_for_kb(conn: Connection, kb_id: uuid.UUID) -> list[SyncSource]:
     return [SyncSource(**r) for r in rows]
 
 
-def scheduled(conn: Connection) -> list[SyncSource]:
-    rows = conn.execute(f"SELECT {_FIELDS} FROM sync_sources WHERE schedule IS NOT NULL ORDER BY id").fetchall()
-    return [SyncSource(**r) for r in rows]
+def lock_kb_sources(conn: Connection, kb_id: uuid.UUID) -> int:
+    """Hold the base's sources still until the transaction ends (two adds queue), and count them."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('sync_sources:' || %s::text, 0))", (kb_id,))
+    row = conn.execute("SELECT count(*) AS n FROM sync_sources WHERE kb_id = %s", (kb_id,)).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """A scheduled source, whose base it feeds, and when its latest run was written (and whether it goes)."""
+
+    source: SyncSource
+    scope: str
+    org_id: str | None
+    owner_id: str | None
+    last_run_at: datetime | None
+    running: bool
+
+
+def scheduled(conn: Connection) -> list[Scheduled]:
+    """Every scheduled source with what deciding "due" needs, in one query (the latest run by index)."""
+    fields = ", ".join(f"s.{f}" for f in SyncSource.__dataclass_fields__)
+    rows = conn.execute(
+        f"""
+        SELECT {fields}, kb.scope AS kb_scope, kb.org_id AS kb_org_id, kb.owner_id AS kb_owner_id,
+               l.created_at AS last_run_at, coalesce(l.status IN ('queued', 'running'), false) AS running
+          FROM sync_sources s
+          JOIN knowledge_bases kb ON kb.id = s.kb_id
+          LEFT JOIN LATERAL (SELECT created_at, status FROM sync_logs
+                              WHERE source_id = s.id ORDER BY created_at DESC, id LIMIT 1) l ON true
+         WHERE s.schedule IS NOT NULL
+         ORDER BY s.id
+        """
+    ).fetchall()
+    return [Scheduled(SyncSource(**{k: r[k] for k in SyncSource.__dataclass_fields__}), r["kb_scope"],
+                      r["kb_org_id"], r["kb_owner_id"], r["last_run_at"], r["running"]) for r in rows]
 
 
 def update(conn: Connection, source_id: uuid.UUID, changes: dict[str, Any]) -> SyncSource:

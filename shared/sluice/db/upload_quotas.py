@@ -21,6 +21,11 @@ def lock_users(conn: Connection, user_ids: Iterable[str]) -> datetime:
             "ON CONFLICT (user_id) DO UPDATE SET user_id = EXCLUDED.user_id",
             (user_id,),
         )
+    return clock(conn)
+
+
+def clock(conn: Connection) -> datetime:
+    """The database's clock, which every window here is measured by."""
     row = conn.execute("SELECT clock_timestamp() AS now").fetchone()
     assert row is not None
     now: datetime = row["now"]

@@ -46,6 +46,14 @@ class StepFunctionsExecutions:
             return None
 
 
+class DueQueue(Protocol):
+    """Where the schedule hands out due runs (an SQS queue: ``sluice.storage.queues.JobQueue``)."""
+
+    def send_all(self, messages: list[dict[str, Any]]) -> None:
+        """Queue one message each, in the order given."""
+        ...
+
+
 @dataclass
 class SyncContext:
     uow: UnitOfWork
@@ -55,3 +63,5 @@ class SyncContext:
     executions: Executions | None = None
     vault: KeyVault | None = None
     read_parameter: ParameterReader | None = None
+    # Where the schedule hands out its due runs, one message each (SYNC_DUE_QUEUE_URL).
+    due_queue: DueQueue | None = None

@@ -5,6 +5,9 @@ event runs parse, chunk and embed as for any upload.
 A replacement names what it replaces (``replaces_document_id``); the embed stage retires that
 document in the transaction that stores the new one, so a search finds the old version until the
 new one is searchable, and still finds it when the new one fails (insert before delete, R-VEC-3).
+
+Into a private pool, a new row counts against the pool's cap and its owner's upload limits
+(``sluice.access.pools.admit_synced``): the source reads for the owner.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from sluice.access.pools import admit_unpacked
+from sluice.access.pools import admit_synced
 from sluice.db import document_claims as claims
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
@@ -47,13 +50,13 @@ def hand_off(ctx: SyncContext, source: SyncSource, kb: KnowledgeBase, file: RunF
                 raise HandOffRefused("The knowledge base was deleted during the run.")
             if kb_repo.teardown_reserved(conn, kb.collection_name):
                 raise HandOffRefused("The collection is being torn down; nothing is added to it.")
-            admit_unpacked(conn, kb, 1, ctx.settings)  # a private pool's cap (R-ACC-5)
             doc_repo.lock_address(conn, kb.id, file.source_path)
             running = next((d for d in doc_repo.by_address(conn, kb.id, file.source_path)
                             if d.status == "processing" and d.content_hash == content_hash), None)
             if running is not None:
                 claims.claim(conn, source.id, running.id, file.source_path, file.etag, file.size)
                 return HandedOff(running, attached=True)
+            admit_synced(conn, kb, ctx.settings)  # a private pool's cap and its owner's limits (R-ACC-5)
             doc = doc_repo.insert(
                 conn, id=uuid.uuid4(), kb_id=kb.id, org_id=kb.org_id, collection_name=kb.collection_name,
                 filename=display_name(file.name), filesize=len(data), storage_path=key, source="sync",

@@ -1,4 +1,5 @@
-"""Starting a run, retrying a run's failed files, and reading runs back (R-SYNC-2).
+"""Starting a run, handing out and starting the scheduled ones, retrying a run's failed files, and
+reading runs back (R-SYNC-2).
 
 The ``sync_logs`` row is committed first; the Step Functions execution is started after the
 commit, so the execution always finds its row. One run at a time per source: a partial
@@ -26,6 +27,8 @@ from sluice.db.sync_sources import SyncSource
 from sluice.errors import CollectionNotFoundError, ConflictError, SluiceError, ValidationError
 from sluice.identity import Principal
 from sluice.sync.context import SyncContext
+from sluice.sync.retention import EXPIRED_NOTE
+from sluice.sync.schedule import due, due_at, fair_order, schedule_period, tenant_of
 from sluice.sync.sources import get_source, parse_id, reachable_source
 
 log = logging.getLogger("sluice.sync")
@@ -113,10 +116,70 @@ def start_for_source(ctx: SyncContext, source_id: uuid.UUID, *, trigger: str, st
     return _launch(ctx, run)
 
 
+# --- scheduled runs: handed out one message each, then each started on its own ------------------
+
+def queue_due_runs(ctx: SyncContext, now: datetime | None = None) -> list[uuid.UUID]:
+    """Hand out a message per scheduled source whose period has passed, tenants taking turns
+    (``fair_order``); returns the sources in the order queued. Starts nothing itself: one start
+    that hangs or fails holds up no other, and the schedule's minute is spent on one query."""
+    if ctx.due_queue is None:
+        raise RuntimeError("no queue to hand due runs out on (SYNC_DUE_QUEUE_URL)")
+    now = now or datetime.now(UTC)
+    with ctx.uow() as conn:
+        scheduled = sources.scheduled(conn)
+    waiting: list[tuple[datetime, sources.Scheduled]] = []
+    for item in scheduled:
+        try:
+            period = schedule_period(item.source.schedule or "")
+        except ValueError:
+            log.warning("a source's schedule is not a rate; skipped", extra={"source_id": str(item.source.id)})
+            continue
+        when = due_at(item.last_run_at, item.source.created_at, period, now)
+        if not item.running and when <= now:
+            waiting.append((when, item))
+    waiting.sort(key=lambda w: (w[0], str(w[1].source.id)))
+    ordered = fair_order([item for _, item in waiting], tenant=lambda i: tenant_of(i.scope, i.org_id, i.owner_id))
+    ctx.due_queue.send_all([{"source_id": str(i.source.id), "as_of": now.isoformat()} for i in ordered])
+    return [i.source.id for i in ordered]
+
+
+def start_if_due(ctx: SyncContext, message: dict[str, object]) -> SyncRun | None:
+    """Start the run a due message names, if it is still due as of when it was handed out (a run
+    started since, by hand or by this same message delivered twice, makes it not due)."""
+    source_id = parse_id(str(message.get("source_id")))
+    try:
+        as_of = datetime.fromisoformat(str(message.get("as_of")))
+    except ValueError:
+        as_of = datetime.now(UTC)
+    if source_id is None:
+        log.warning("a due message names no source; dropped")
+        return None
+    with ctx.uow() as conn:
+        source = sources.get(conn, source_id)
+        latest = runs.latest_for_source(conn, source_id) if source else None
+    if source is None or source.schedule is None:
+        return None  # deleted, or unscheduled, since it was handed out
+    try:
+        period = schedule_period(source.schedule)
+    except ValueError:
+        return None
+    if (latest is not None and latest.active) or not due(latest.created_at if latest else None,
+                                                        source.created_at, period, as_of):
+        return None
+    try:
+        return start_for_source(ctx, source.id, trigger="schedule", started_by="schedule")
+    except SluiceError as exc:
+        log.info("a scheduled run was not started", extra={"source_id": str(source.id), "why": exc.code})
+        return None
+
+
 def retry_failed(ctx: SyncContext, p: Principal, run_id: str) -> SyncRun:
     """A run of exactly the files ``run_id`` failed, fetched whatever their change signal says."""
     with ctx.uow() as conn:
         run, source, kb = reachable_run(conn, p, run_id, for_update=True)
+        if run.files_expired_at is not None:
+            raise ValidationError("This run's file list has expired; start a new run instead.",
+                                  fields={"run_id": "The run's file list was removed by the retention sweep."})
         if not runs.failed_paths(conn, run.id):
             raise ValidationError("This run has no failed files to retry.",
                                   fields={"run_id": "The run failed no file."})
@@ -181,10 +244,11 @@ class FilePage:
     total: int
     limit: int
     offset: int
+    note: str | None = None  # why there are no files to show (the run's list expired)
 
 
 def run_files(conn: Connection, p: Principal, run_id: str, *, limit: int, offset: int,
               outcome: str | None = None) -> FilePage:
     run, _, _ = reachable_run(conn, p, run_id)
     files, total = runs.files_page(conn, run.id, limit=limit, offset=offset, outcome=outcome)
-    return FilePage(run.id, files, total, limit, offset)
+    return FilePage(run.id, files, total, limit, offset, EXPIRED_NOTE if run.files_expired_at else None)

@@ -1,28 +1,29 @@
-"""Scheduled runs: a source's ``schedule`` is a ``rate(...)`` expression, and one scheduled function
-(every five minutes, an EventBridge Scheduler schedule in template.yaml; the local runtime fires it
-on its rate) starts the runs that are due.
+"""Scheduled runs, the pure rules: a source's ``schedule`` is a ``rate(...)`` expression; when a run
+is due; which tenant a source runs for; and the order due runs are handed out in.
 
-One schedule for the deployment rather than a schedule per source:
-sources are rows, created and changed through the API, and a schedule per row would be
-infrastructure created at runtime. A run is due when its period has passed since the
-source's last run (of any trigger: a run started by hand resets the clock), or since the
-source was created.
+One scheduled function (every five minutes, an EventBridge Scheduler schedule in template.yaml; the
+local runtime fires it on its rate) finds the due sources and hands each out as one message
+(``sluice.sync.runs.queue_due_runs``); the same function, fed by that queue, starts each run
+(``start_if_due``). One schedule for the deployment rather than a schedule per source: sources are
+rows, created and changed through the API, and a schedule per row would be infrastructure created
+at runtime. A run is due when its period has passed since the source's last run (of any trigger: a
+run started by hand resets the clock), or since the source was created.
+
+Due runs are handed out taking turns across tenants (round robin, each tenant's own longest-due
+first), so one tenant's hundred schedules cannot keep another tenant's one waiting behind them.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import uuid
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import TypeVar
 
 from sluice.config import Settings
-from sluice.db import sync_runs as runs
-from sluice.db import sync_sources as sources
-from sluice.errors import SluiceError, UnprocessableError
-from sluice.sync.context import SyncContext
+from sluice.errors import UnprocessableError
 
-log = logging.getLogger("sluice.sync")
+T = TypeVar("T")
 
 _RATE = re.compile(r"rate\((\d{1,6})\s+(minute|minutes|hour|hours|day|days)\)")
 _UNIT = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1)}
@@ -51,35 +52,33 @@ def checked_schedule(expression: str | None, settings: Settings) -> str | None:
     return expression.strip()
 
 
+def due_at(last_run: datetime | None, created: datetime | None, period: timedelta, now: datetime) -> datetime:
+    """When the next run is due: a period after the last run, or after the source was created."""
+    return (last_run or created or now) + period
+
+
 def due(last_run: datetime | None, created: datetime | None, period: timedelta, now: datetime) -> bool:
-    since = last_run or created or now
-    return since + period <= now
+    return due_at(last_run, created, period, now) <= now
 
 
-def start_due_runs(ctx: SyncContext, now: datetime | None = None) -> list[uuid.UUID]:
-    """Start a run of every scheduled source whose period has passed; returns the runs started."""
-    from sluice.sync.runs import start_for_source
+def tenant_of(scope: str, org_id: str | None, owner_id: str | None) -> str:
+    """Whose a base's runs are: its organization, its owner for a personal base, or the app."""
+    if scope == "org" and org_id:
+        return f"org:{org_id}"
+    if scope == "personal" and owner_id:
+        return f"user:{owner_id}"
+    return "app"
 
-    now = now or datetime.now(UTC)
-    started: list[uuid.UUID] = []
-    with ctx.uow() as conn:
-        scheduled = sources.scheduled(conn)
-        last = {s.id: runs.latest_for_source(conn, s.id) for s in scheduled}
-    for source in scheduled:
-        try:
-            period = schedule_period(source.schedule or "")
-        except ValueError:
-            log.warning("a source's schedule is not a rate; skipped", extra={"source_id": str(source.id)})
-            continue
-        previous = last[source.id]
-        if previous is not None and previous.active:
-            continue
-        if not due(previous.created_at if previous else None, source.created_at, period, now):
-            continue
-        try:
-            run = start_for_source(ctx, source.id, trigger="schedule", started_by="schedule")
-        except SluiceError as exc:
-            log.info("a scheduled run was not started", extra={"source_id": str(source.id), "why": exc.code})
-            continue
-        started.append(run.id)
-    return started
+
+def fair_order(items: Sequence[T], *, tenant: Callable[[T], str]) -> list[T]:
+    """``items`` taking turns across tenants: the first of each tenant, then the second of each...;
+    tenants in the order they first appear, each tenant's own in the order given."""
+    queues: dict[str, list[T]] = {}
+    for item in items:
+        queues.setdefault(tenant(item), []).append(item)
+    ordered: list[T] = []
+    turn = 0
+    while len(ordered) < len(items):
+        ordered += [q[turn] for q in queues.values() if turn < len(q)]
+        turn += 1
+    return ordered

@@ -38,7 +38,13 @@ from sluice.db import sync_sources as repo
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.db.sync_sources import AuditEntry, SyncSource
-from sluice.errors import CollectionNotFoundError, ConflictError, UnprocessableError, ValidationError
+from sluice.errors import (
+    CollectionNotFoundError,
+    ConflictError,
+    DocCapReachedError,
+    UnprocessableError,
+    ValidationError,
+)
 from sluice.identity import Principal
 from sluice.sync.connectors import CONNECTORS, CREDENTIAL_SENTENCE, Connector
 from sluice.sync.connectors.s3 import matches_any
@@ -193,6 +199,16 @@ def _check_credential(p: Principal, vault: KeyVault | None, settings: Settings, 
             "secret_id": f"The secret does not belong to this base's tenant: {why}."})
 
 
+def _room_for_a_source(conn: Connection, kb: KnowledgeBase, settings: Settings) -> None:
+    """A base has at most SYNC_MAX_SOURCES_PER_BASE sources: 409 with the cap's code (R-ERR-1) past it."""
+    held = repo.lock_kb_sources(conn, kb.id)
+    cap = settings.sync_max_sources_per_base
+    if held >= cap:
+        raise DocCapReachedError(
+            f"This knowledge base already has {held} sync sources, the most a base may have "
+            "(SYNC_MAX_SOURCES_PER_BASE); delete one to add another.", details={"cap": cap, "held": held})
+
+
 def _no_active_run(conn: Connection, source: SyncSource, doing: str) -> None:
     active = runs.active_for_source(conn, source.id)
     if active is not None:
@@ -217,6 +233,7 @@ def create_source(conn: Connection, p: Principal, kb_id: str, body: CreateSyncSo
     cls = _connector(body.connector)
     config = _checked_config(cls, body.config, settings)
     _check_credential(p, vault, settings, cls, config, body.secret_id, kb)
+    _room_for_a_source(conn, kb, settings)
     source = repo.insert(conn, SyncSource(
         id=uuid.uuid4(), kb_id=kb.id, name=body.name.strip() or body.name, connector=body.connector, config=config,
         secret_id=body.secret_id, sync_mode=body.sync_mode, organizational_unit=body.organizational_unit,
@@ -299,6 +316,7 @@ def repoint_source(conn: Connection, p: Principal, source_id: str, body: Repoint
         return source, old
     _check_carried(p, vault, settings, source, target)
     _no_active_run(conn, source, "repoint it")
+    _room_for_a_source(conn, target, settings)
     claims.release_all(conn, source.id)
     moved = repo.update(conn, source.id, {"kb_id": target.id})
     _audit(conn, "sync_source.updated", p, moved, target, previous=old)
@@ -311,6 +329,7 @@ def clone_source(conn: Connection, p: Principal, source_id: str, body: CloneSync
     source, _ = reachable_source(conn, p, source_id)
     target = _target_base(conn, p, body.collection_name, body.kb_id)
     _check_carried(p, vault, settings, source, target)
+    _room_for_a_source(conn, target, settings)
     copy = repo.insert(conn, SyncSource(
         id=uuid.uuid4(), kb_id=target.id, name=body.name or f"{source.name} (copy)"[:200],
         connector=source.connector, config=source.config, secret_id=source.secret_id, sync_mode=source.sync_mode,

@@ -1,8 +1,9 @@
 """The steps of a run, each a Step Functions task of ``infra/statemachines/sync.asl.json``.
 
-``list`` reads the whole listing (paged, and says whether it is whole) into the run's file
-rows and answers the batches; the Map runs ``batch`` on each (decide by the change signal,
-else fetch and decide by the content hash, hand what changed to the ordinary pipeline);
+``list`` reads the whole listing (paged, at most SYNC_MAX_KEYS_PER_RUN files, and says whether
+it is whole: one cut by that cap is not) into the run's file rows and answers the batches;
+the Map runs ``batch`` on each (decide by the change signal, else fetch and decide by the
+content hash, hand what changed to the ordinary pipeline);
 ``await`` watches the pipeline until every handed-over document is indexed or failed;
 ``reconcile`` removes the documents this source no longer lists - only after a whole listing,
 and only those no other source claims; ``finish`` writes the totals. ``batch_failed`` and
@@ -27,7 +28,7 @@ from typing import Any, TypeVar
 import psycopg
 from pydantic import ValidationError as PydanticValidationError
 
-from sluice.access.pools import check_indexing_open
+from sluice.access.pools import check_indexing_open, sync_deferred
 from sluice.db import document_claims as claims
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
@@ -107,7 +108,7 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
         return _fail_run(ctx, run_id, str(exc))
     except PydanticValidationError:
         return _fail_run(ctx, run_id, "The source's configuration is no longer valid; correct it and run again.")
-    listing = connector.list_files()
+    listing = connector.list_files(limit=ctx.settings.sync_max_keys_per_run)
     only: set[str] | None = None
     if run.trigger == "retry" and run.retry_of is not None:
         with ctx.uow() as conn:
@@ -259,6 +260,10 @@ def _fetch_all(ctx: SyncContext, run: SyncRun, source: SyncSource, kb: Knowledge
 def _fetch_one(ctx: SyncContext, connector: Connector, run: SyncRun, source: SyncSource, kb: KnowledgeBase,
                f: RunFile, current: Document | None, tmp: Path) -> Outcome:
     # A directory of its own per file: two files of one name in different folders never share a path.
+    # A private pool whose owner's upload limits are spent: not fetched, reported, taken by the next run.
+    deferred = _answer(ctx, "upload limits", lambda c: sync_deferred(c, kb, ctx.settings), None)
+    if deferred is not None:
+        return Outcome(f.seq, "failed", deferred)
     workdir = Path(tempfile.mkdtemp(dir=tmp))
     limit = ctx.settings.max_upload_bytes
     try:

@@ -95,24 +95,29 @@ class Bench:
         return {f.remote_key: (f.outcome, f.document_id) for f in files}
 
 
-@pytest.fixture
-def bench(db_url, bucket: Bucket) -> Bench:
+def make_bench(bucket: Bucket, *, scope: str = "org", owner_id: str | None = None, **settings_update: Any
+               ) -> Bench:
     remote = MemoryConnector({"guide.md": b"# Guide\n\nVersion one of the guide.\n"})
-    settings = get_settings().model_copy(update={"sync_await_seconds": 0})
+    settings = get_settings().model_copy(update={"sync_await_seconds": 0, **settings_update})
     ctx = SyncContext(uow=transaction, store=bucket.store, settings=settings,
                       connectors=ConnectorOpener(settings, None))
     ctx.connectors = Opener(remote)  # type: ignore[assignment]
     kb = KnowledgeBase(
-        id=uuid.uuid4(), name="Sync", collection_name=f"sync_{uuid.uuid4().hex[:6]}", scope="org",
-        owner_id=None, org_id="acme", is_default=False, description="", embedding_provider="local",
+        id=uuid.uuid4(), name="Sync", collection_name=f"sync_{uuid.uuid4().hex[:6]}", scope=scope,
+        owner_id=owner_id, org_id="acme", is_default=False, description="", embedding_provider="local",
         embedding_model="all-MiniLM-L6-v2", embedding_dim=DIM, embedding_base_url=None,
-        embedding_secret_id=None, ingestion_config={}, created_by="t")
+        embedding_secret_id=None, ingestion_config={}, created_by=owner_id or "t")
     with transaction() as conn:
         kb = kb_repo.insert(conn, kb)
         source = sources.insert(conn, SyncSource(
             id=uuid.uuid4(), kb_id=kb.id, name="mem", connector="memory", config={}, secret_id=None,
             sync_mode="new_only", organizational_unit="ops", schedule=None, created_by="t"))
     return Bench(ctx, kb, source, remote, bucket.s3, bucket.name)
+
+
+@pytest.fixture
+def bench(db_url, bucket: Bucket) -> Bench:
+    return make_bench(bucket)
 
 
 def finish_indexing(doc_id: uuid.UUID) -> None:
@@ -209,3 +214,60 @@ def test_reconcile_removes_only_after_a_whole_listing_and_only_unclaimed_documen
     with transaction() as conn:
         done = runs.get(conn, whole)
     assert done is not None and (done.files_listed, done.files_removed) == (0, 1)
+
+
+def test_a_sync_into_a_private_pool_counts_against_its_owners_upload_limits(db_url, bucket: Bucket):
+    # GIVEN a personal base (a private pool) whose owner may add 3 documents a minute, and a source of 5 files
+    b = make_bench(bucket, scope="personal", owner_id="pia", upload_rate_per_minute=3, upload_rate_per_day=50,
+                   private_doc_cap=20)
+    b.remote.objects = {f"note{i}.md": f"# Note {i}\n\nThe note number {i}.\n".encode() for i in range(5)}
+    # WHEN it runs
+    first_run = b.run()
+    first = b.outcomes(first_run)
+    # THEN three are added, and two are deferred with a sentence, without a download
+    assert {k: o for k, (o, _) in first.items()} == {
+        "note0.md": "new", "note1.md": "new", "note2.md": "new", "note3.md": "failed", "note4.md": "failed"}
+    assert b.remote.fetched == ["note0.md", "note1.md", "note2.md"]
+    with transaction() as conn:
+        reasons = {f.remote_key: f.reason for f in runs.files_page(conn, first_run, limit=10, offset=0)[0]}
+        held = conn.execute("SELECT count(*) AS n FROM documents WHERE kb_id = %s", (b.kb.id,)).fetchone()
+        counted = conn.execute("SELECT count(*) AS n FROM upload_events WHERE user_id = 'pia'").fetchone()
+    assert reasons["note3.md"] == (
+        "Deferred: a private knowledge base takes at most 3 documents a minute and 50 a day from its owner's "
+        "uploads and syncs together, and that is used up for now. The file was not fetched; the next run "
+        "takes it.")
+    assert held is not None and held["n"] == 3  # nothing stored for the deferred files: no row to forget them by
+    assert counted is not None and counted["n"] == 3  # the synced files count as the owner's uploads
+    # AND once the minute has passed, the next run takes the two deferred files and leaves the rest
+    with transaction() as conn:
+        conn.execute("UPDATE upload_events SET accepted_at = accepted_at - interval '61 seconds' "
+                     "WHERE user_id = 'pia'")
+    second = b.outcomes(b.run())
+    assert {k: o for k, (o, _) in second.items()} == {
+        "note0.md": "unchanged", "note1.md": "unchanged", "note2.md": "unchanged", "note3.md": "new",
+        "note4.md": "new"}
+
+
+def test_a_listing_cut_by_the_runs_key_cap_removes_nothing_and_says_so(bench: Bench):
+    # GIVEN five synced documents
+    bench.remote.objects = {f"page{i}.md": f"# Page {i}\n\nThe page number {i}.\n".encode() for i in range(5)}
+    ids = {k: d for k, (_, d) in bench.outcomes(bench.run()).items()}
+    for doc_id in ids.values():
+        assert doc_id is not None
+        finish_indexing(doc_id)
+    # WHEN a run may list only three keys
+    bench.ctx.settings = bench.ctx.settings.model_copy(update={"sync_max_keys_per_run": 3})
+    cut = bench.run(finish=False)
+    # THEN it lists three, the listing is not whole, reconcile removes nothing and the run says why
+    assert sorted(bench.outcomes(cut)) == ["page0.md", "page1.md", "page2.md"]
+    assert tasks.run_task(bench.ctx, {"task": "reconcile", "run_id": str(cut)}) == {
+        "removed": 0, "skipped": "the listing was not whole"}
+    assert tasks.run_task(bench.ctx, {"task": "finish", "run_id": str(cut)}) == {"status": "failed"}
+    with transaction() as conn:
+        run = runs.get(conn, cut)
+        kept = [doc_repo.get(conn, d) for d in ids.values() if d is not None]
+    assert run is not None and run.listing_complete is False and run.files_listed == 3
+    assert run.error == ("The listing was cut at 3 files, the most one run lists (SYNC_MAX_KEYS_PER_RUN): those "
+                         "were synced and nothing was removed. Narrow the source's prefix, or split it into "
+                         "several sources.")
+    assert len(kept) == 5 and all(d is not None for d in kept)  # page3 and page4 were not listed, and stay

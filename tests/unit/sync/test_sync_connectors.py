@@ -88,6 +88,25 @@ def test_a_listing_that_fails_on_its_first_page_is_empty_and_not_whole():
     assert "secret-bucket" not in listing.problem
 
 
+CUT = ("The listing was cut at 2 files, the most one run lists (SYNC_MAX_KEYS_PER_RUN): those were synced and "
+       "nothing was removed. Narrow the source's prefix, or split it into several sources.")
+
+
+def test_a_listing_past_the_runs_key_cap_is_cut_there_and_not_whole():
+    listing = connector(Pages(KEYS, 2)).list_files(limit=2)
+    assert not listing.complete and [f.key for f in listing.files] == ["a.md", "folder/b.md"]
+    assert listing.problem == CUT
+    # the cap stops the listing: the pages past it are never asked for (a third page holds notes/)
+    client = Pages(KEYS, 2)
+    connector(client).list_files(limit=2)
+    assert client.calls == 2
+
+
+def test_a_listing_of_exactly_the_cap_is_whole():
+    listing = connector(Pages(KEYS, 2)).list_files(limit=4)
+    assert listing.complete and listing.problem is None and len(listing.files) == 4
+
+
 def test_a_listing_repeating_a_page_stops_as_not_whole():
     class Loop(Pages):
         def list_objects_v2(self, **kw: Any) -> dict[str, Any]:

@@ -76,6 +76,11 @@ class ListedPage:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def cut_at(limit: int) -> str:
+    return (f"The listing was cut at {limit} files, the most one run lists (SYNC_MAX_KEYS_PER_RUN): those were "
+            "synced and nothing was removed. Narrow the source's prefix, or split it into several sources.")
+
+
 def credential_refusal(config: Mapping[str, Any], path: str = "") -> ConfigRefusal | None:
     """A refusal naming the first field of ``config`` that holds a credential, or None."""
     for key, value in config.items():
@@ -147,8 +152,9 @@ class Connector(ABC):
         """A connector for one run: ``credential`` is the source's secret value (None: it names none)."""
 
     @abstractmethod
-    def list_files(self) -> RemoteListing:
-        """Everything the source names now; ``complete`` False if the listing stopped part-way."""
+    def list_files(self, limit: int | None = None) -> RemoteListing:
+        """Everything the source names now, up to ``limit`` files; ``complete`` False if the listing
+        stopped part-way or at the limit with more to come."""
 
     def fetch(self, file: RemoteFile, workdir: Path, max_bytes: int) -> Path:
         """Write ``file`` into ``workdir`` under its name's final component; returns where.
@@ -191,7 +197,7 @@ class ObjectStoreConnector(Connector):
     def _list_page(self, token: str | None) -> ListedPage:
         """One page of the listing under ``self.prefix``, and the token of the next (None: the last)."""
 
-    def list_files(self) -> RemoteListing:
+    def list_files(self, limit: int | None = None) -> RemoteListing:
         files: list[RemoteFile] = []
         markers = 0
         token: str | None = None
@@ -208,6 +214,9 @@ class ObjectStoreConnector(Connector):
                 if entry.key.endswith("/") and entry.size == 0:
                     markers += 1  # a directory marker (a console's "folder"), not a file
                     continue
+                if limit is not None and len(files) >= limit:
+                    # One file more than a run lists: what was listed is synced, the listing is not whole.
+                    return RemoteListing(files, False, cut_at(limit), markers)
                 files.append(entry)
             if page.next_token is None:
                 return RemoteListing(files, True, None, markers)
