@@ -61,7 +61,7 @@ def test_a_base_holds_at_most_the_configured_number_of_sources(db_url):
         "clone": lambda conn: clone_source(conn, EDITOR, str(elsewhere.id), CloneSyncSource(kb_id=str(full.id)),
                                            settings=settings, vault=Vault()),
         "repoint": lambda conn: repoint_source(conn, EDITOR, str(elsewhere.id), RepointSyncSource(
-            collection_name=full.collection_name, kb_id=str(full.id)), settings=settings),
+            collection_name=full.collection_name, kb_id=str(full.id)), settings=settings, vault=Vault()),
     }
     for how, attempt in attempts.items():
         with pytest.raises(DocCapReachedError) as refused, transaction() as conn:
