@@ -88,6 +88,8 @@ def test_only_health_and_the_api_description_are_open(raw):
 
 def test_stage_notifications_do_not_overlap():
     prefixes = [(n.event, n.prefix) for n in parse(TEMPLATE).notifications]
+    # the stages' own prefixes are among them, so the pairs below are checked at all
+    assert {p for _, p in prefixes} >= {"rag/", "incoming/", "inbox/", "stage/parsed/", "stage/chunks/"}
     for event, prefix in prefixes:
         clashes = [p for e, p in prefixes
                    if e == event and p != prefix and (p.startswith(prefix) or prefix.startswith(p))]
@@ -155,10 +157,10 @@ def test_no_function_may_act_on_every_resource(raw):
 
 def test_secrets_are_read_only_when_sluice_binds_them(raw):
     # An embedding key (or the reranker's) carries sluice:provider; the database secret is named by ARN.
-    for name in ("EmbeddingProvidersPolicy",):
-        for statement in raw["Resources"][name]["Properties"]["PolicyDocument"]["Statement"]:
-            if statement["Action"] == "secretsmanager:GetSecretValue":
-                assert statement["Condition"] == {"Null": {"secretsmanager:ResourceTag/sluice:provider": "false"}}
+    reads = [s for s in raw["Resources"]["EmbeddingProvidersPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+             if s["Action"] == "secretsmanager:GetSecretValue"]
+    assert len(reads) == 1
+    assert reads[0]["Condition"] == {"Null": {"secretsmanager:ResourceTag/sluice:provider": "false"}}
     kb_statements = _allow_statements(raw, raw["Resources"]["KbFunction"]["Properties"]["Policies"])
     kb_actions = {a for s in kb_statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert kb_actions == {"secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"}
