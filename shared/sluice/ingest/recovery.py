@@ -11,6 +11,7 @@ is gone at once (``fail_in_flight``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -67,9 +68,16 @@ def reap(ctx: StageContext, queues: StageQueues, *, limit: int = 500) -> Reaped:
     (a backlog, not a loss). With nothing to resume from it fails at once. Every change is
     conditional on the row being as it was read, so a stage that moves it meanwhile wins.
     """
-    idle = ctx.settings.stale_after_seconds
     with ctx.uow() as conn:
-        stuck = doc_repo.stale_processing(conn, idle_for=timedelta(seconds=idle), limit=limit)
+        stuck = doc_repo.stale_processing(conn, idle_for=timedelta(seconds=ctx.settings.stale_after_seconds),
+                                          limit=limit)
+    return reap_listed(ctx, queues, stuck)
+
+
+def reap_listed(ctx: StageContext, queues: StageQueues, stuck: Sequence[Document]) -> Reaped:
+    """``reap`` on rows as a read listed them, however long ago: each change is conditional on its row
+    still being as listed, so a row that moved or went meanwhile is left alone."""
+    idle = ctx.settings.stale_after_seconds
     reaped, backlog = Reaped(), _Backlog()
     for doc in stuck:
         try:

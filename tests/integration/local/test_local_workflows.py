@@ -175,7 +175,9 @@ def test_the_product_template_declares_its_state_machines_from_files(tmp_path: P
     from sluice.local.template import parse
     from tests.conftest import ROOT
 
-    for sm in parse(ROOT / "template.yaml").state_machines.values():
+    machines = parse(ROOT / "template.yaml").state_machines.values()
+    assert {sm.name for sm in machines} >= {"SyncStateMachine", "TeardownStateMachine"}
+    for sm in machines:
         definition = json.loads((ROOT / sm.definition_uri).read_text())
         assert definition["StartAt"] in definition["States"], sm.name
 

@@ -5,6 +5,7 @@ steps run in this process (the e2e tests run them through the state machine)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -78,14 +79,19 @@ class World:
     def event(self, key: str) -> ObjectEvent:
         return self.moto.event(key)
 
-    def pipeline(self, doc_id: uuid.UUID, storage_path: str) -> None:
-        """What S3's events would run after an upload: each stage when (and only if) its object exists."""
+    def pipeline(self, doc_id: uuid.UUID, storage_path: str, between: Callable[[str], None] | None = None) -> None:
+        """What S3's events would run after an upload: each stage when (and only if) its object exists.
+        ``between`` is called with each stage's name (parse, chunk, embed) once it has had its turn."""
         if self.stages.store.head(storage_path) is not None:
             on_ingest_item(self.stages, self.event(storage_path))
-        for stage in ("parsed", "chunks"):
-            key = stage_key(stage, doc_id, 1)
+        if between is not None:
+            between("parse")
+        for artifact, stage in (("parsed", "chunk"), ("chunks", "embed")):
+            key = stage_key(artifact, doc_id, 1)
             if self.stages.store.head(key) is not None:
                 on_stage_artifact(self.stages, self.event(key))
+            if between is not None:
+                between(stage)
 
     def ingest(self, kb: KnowledgeBase, filename: str, data: bytes) -> uuid.UUID:
         doc_id = self.upload(kb, filename, data)

@@ -1,22 +1,26 @@
-"""R-TD-3 under real concurrency: an upload (its row, its object, then every stage S3's events would
-run) races a delete of its base (the request, then the teardown's steps), in both orders, 50
-times each, on two threads against the real PostgreSQL and a moto S3.
+"""R-TD-3 under concurrency: an upload (its row, its object, then every stage S3's events would run)
+and a delete of its base (the request, then the teardown's steps), on two threads against the real
+PostgreSQL and a moto S3. One side is held at each point of its way in turn while the other runs
+whole, then let go: the delete lands between every two steps of the upload (and inside its parse
+and its embedding), and the upload between every two steps of the delete. Each point twice: once
+deleting the last holder of the name (the table is dropped), once a base beside a sibling (only its
+chunks go).
 
-Whatever the interleaving, afterwards there is never a chunk without its base (or without its
-document's row), and never an object without its row. Half the rounds delete the last holder of
-the name (the table is dropped), half a base beside a sibling (only its chunks go).
+Whatever the order, afterwards there is never a chunk without its base (or without its document's
+row), and never an object without its row; and each order ends as it must (refused, the row gone,
+or indexed and then torn down).
 
 The parse stage reads in this process here rather than in its isolated child: the same reader,
-without the half second a fresh interpreter costs, so a hundred rounds fit in a minute. What
-races is the rows, the locks, the objects and the chunk write, all real.
+without the half second a fresh interpreter costs. What races is the rows, the locks, the objects
+and the chunk write, all real.
 """
 
 from __future__ import annotations
 
-import random
 import threading
-import time
-from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 from psycopg import sql
@@ -24,7 +28,8 @@ from psycopg import sql
 from sluice.config import get_settings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
-from sluice.db.connection import transaction
+from sluice.db.connection import Connection, transaction
+from sluice.db.teardowns import Teardown
 from sluice.errors import CollectionNotFoundError, ConflictError
 from sluice.ingest import parse as parse_stage
 from sluice.ingest.archive import unpack_archive
@@ -36,8 +41,20 @@ from sluice.vectors import store
 from tests.integration.teardown.conftest import World, text
 from tests.unit.parsing.parsing_samples import zip_bytes
 
-ROUNDS = 50
 OBJECT_OF_ROW = ("text/", "stage/parsed/", "stage/chunks/", "incoming/")
+# Where the delete lands in the upload, and what the upload comes to then.
+UPLOAD_POINTS = {
+    "access checked": "refused",  # the base is gone before the row is filed
+    "row filed": "row gone",  # before its object is stored
+    "stored": "row gone",
+    "parsing": "row gone",
+    "after parse": "row gone",
+    "after chunk": "row gone",
+    "embedding": "row gone",
+    "after embed": "indexed, then torn down",
+}
+# Where the upload lands in the delete: once the request has committed, the base takes nothing more.
+DELETE_POINTS = {f"after {step}": "refused" for step in ("request", "chunks", "sources", "objects", "done")}
 
 
 def orphans(world: World) -> list[str]:
@@ -72,84 +89,113 @@ def homeless_chunks(collection: str) -> int:
     return int(row["n"])
 
 
-def upload_and_index(world: World, kb) -> str:
+class Hold:
+    """Holds the side it is handed to at one named point until let go; every other point passes."""
+
+    def __init__(self, point: str) -> None:
+        self.point = point
+        self.reached, self.go = threading.Event(), threading.Event()
+
+    def __call__(self, point: str) -> None:
+        if point == self.point and not self.reached.is_set():
+            self.reached.set()
+            assert self.go.wait(60), f"held at {point} and never let go"
+
+
+def upload_and_index(world: World, kb, at: Callable[[str], None]) -> str:
+    filed = iter(("access checked", "row filed"))
+
+    @contextmanager
+    def uow() -> Iterator[Connection]:  # the upload's two transactions, each named once it commits
+        with transaction() as conn:
+            yield conn
+        at(next(filed, "after"))
+
     try:
-        accepted = accept_direct_upload(world.intake(), world.writer_of(kb), str(kb.id), "race.txt",
-                                        text("race", 2), DocumentFields())
+        accepted = accept_direct_upload(replace(world.intake(), uow=uow), world.writer_of(kb), str(kb.id),
+                                        "race.txt", text("race", 2), DocumentFields())
     except (CollectionNotFoundError, ConflictError):
         return "refused"
     doc = accepted.document
     assert doc.storage_path
-    world.pipeline(doc.id, doc.storage_path)
+    at("stored")
+    world.pipeline(doc.id, doc.storage_path, between=lambda stage: at(f"after {stage}"))
     with transaction() as conn:
         row = conn.execute("SELECT status FROM documents WHERE id = %s", (doc.id,)).fetchone()
     return "row gone" if row is None else str(row["status"])
 
 
-@pytest.mark.parametrize("first", ["upload", "delete"])
-def test_an_upload_racing_a_base_delete_leaves_no_chunk_without_a_base_and_no_object_without_a_row(
-        world: World, monkeypatch: pytest.MonkeyPatch, first: str):
-    monkeypatch.setattr(parse_stage, "extract_isolated", extract)
-    rng = random.Random(f"teardown-race-{first}")
-    sibling_name = f"race_{first}_shared"
-    sibling = world.base(sibling_name, org="globex")
-    warm = time.monotonic()
-    world.ingest(sibling, "sibling.txt", text("sibling", 2))
-    pipeline_seconds = time.monotonic() - warm  # how long an upload takes to index here, now
-    sibling_chunks = world.chunks(sibling_name, sibling.id)
-    seen: Counter[str] = Counter()
+def tear_down(world: World, kb, at: Callable[[str], None]) -> Teardown:
+    with transaction() as conn:
+        td = request_base_teardown(conn, world.writer_of(kb), str(kb.id), get_settings())
+    at("after request")
+    return run_all(world.teardowns, td.id, progress=lambda current: at(f"after {current.step}"))
 
-    for i in range(ROUNDS):
-        name = sibling_name if i % 2 else f"race_{first}_{i}"
+
+@pytest.mark.parametrize("held", ["upload", "delete"])
+def test_an_upload_racing_a_base_delete_leaves_no_chunk_without_a_base_and_no_object_without_a_row(
+        world: World, monkeypatch: pytest.MonkeyPatch, held: str):
+    at: list[Callable[[str], None]] = [lambda point: None]  # the held side's hook, this round's
+
+    def held_extract(data, kind, budget):
+        at[0]("parsing")
+        return extract(data, kind, budget)
+
+    monkeypatch.setattr(parse_stage, "extract_isolated", held_extract)
+    world.embedder.before_batch = lambda calls: at[0]("embedding")
+    sibling_name = f"race_{held}_shared"
+    sibling = world.base(sibling_name, org="globex")
+    world.ingest(sibling, "sibling.txt", text("sibling", 2))
+    sibling_chunks = world.chunks(sibling_name, sibling.id)
+    assert sibling_chunks > 0
+    points = UPLOAD_POINTS if held == "upload" else DELETE_POINTS
+    rounds = [(point, beside) for point in points for beside in (False, True)]
+
+    for i, (point, beside) in enumerate(rounds):
+        name = sibling_name if beside else f"race_{held}_{i}"
         kb = world.base(name, org="acme")
-        barrier = threading.Barrier(2)
+        hold = Hold(point)
         results: dict[str, object] = {}
         failures: list[BaseException] = []
 
-        def upload_side() -> None:
+        def upload_side(hook: Callable[[str], None]) -> None:
             try:
-                barrier.wait()
-                if first == "delete":
-                    time.sleep(rng.uniform(0, 0.03))
-                results["upload"] = upload_and_index(world, kb)  # noqa: B023 - joined below
+                results["upload"] = upload_and_index(world, kb, hook)  # noqa: B023 - run within the round
             except BaseException as exc:
                 failures.append(exc)
 
-        def delete_side() -> None:
+        def delete_side(hook: Callable[[str], None]) -> None:
             try:
-                barrier.wait()
-                if first == "upload":
-                    time.sleep(rng.uniform(0, 1.3 * pipeline_seconds))  # anywhere in the upload's indexing
-                with transaction() as conn:
-                    td = request_base_teardown(conn, world.writer_of(kb), str(kb.id), get_settings())  # noqa: B023
-                results["teardown"] = run_all(world.teardowns, td.id)
+                results["teardown"] = tear_down(world, kb, hook)  # noqa: B023 - run within the round
             except BaseException as exc:
                 failures.append(exc)
 
-        threads = [threading.Thread(target=upload_side), threading.Thread(target=delete_side)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        assert not failures, failures
+        first, second = (upload_side, delete_side) if held == "upload" else (delete_side, upload_side)
+        at[0] = hold if held == "upload" else (lambda point: None)
+        holding = threading.Thread(target=first, args=(hold,))
+        holding.start()
+        assert hold.reached.wait(60), f"round {i}: the {held} never reached {point}: {failures}"
+        at[0] = lambda point: None  # the other side runs whole
+        second(lambda point: None)
+        hold.go.set()
+        holding.join(60)
+        assert not holding.is_alive() and not failures, failures
+
         done = results["teardown"]
-        assert getattr(done, "state", None) == "done", done
-        # the document was indexed before the delete took it, or the delete came first
-        seen["indexed, then torn down" if getattr(done, "chunks_removed", 0) else str(results["upload"])] += 1
-
-        assert homeless_chunks(name) == 0, f"round {i}: a chunk outlived its base or its row"
-        assert orphans(world) == [], f"round {i}: an object outlived its row"
+        assert isinstance(done, Teardown) and done.state == "done", done
+        outcome = "indexed, then torn down" if done.chunks_removed else str(results["upload"])
+        where = f"round {i}: the {held} held at {point}, {'beside a sibling' if beside else 'the last holder'}"
+        assert outcome == points[point], where
+        assert homeless_chunks(name) == 0, f"{where}: a chunk outlived its base or its row"
+        assert orphans(world) == [], f"{where}: an object outlived its row"
         with transaction() as conn:
             assert conn.execute("SELECT count(*) AS n FROM documents WHERE kb_id = %s", (kb.id,)).fetchone()["n"] == 0
+            assert store.table_exists(conn, name) == beside, where  # dropped with its last holder only
 
+    assert len(rounds) == 2 * len(points)
     # the sibling's own document was never touched
     assert world.chunks(sibling_name, sibling.id) == sibling_chunks
     assert len(world.document_ids(sibling)) == 1
-    # the rounds did race: both outcomes happened
-    if first == "upload":
-        assert seen["indexed, then torn down"] >= 1 and sum(seen.values()) - seen["indexed, then torn down"] >= 1, seen
-    else:
-        assert seen["refused"] >= 1, seen
 
 
 def test_a_chunk_write_second_finds_the_base_gone_and_writes_nothing(world: World, monkeypatch):

@@ -6,7 +6,6 @@ import io
 import json
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -165,21 +164,38 @@ def test_build_embedder_uses_the_injected_client_and_caches(client, stubber):
 
 
 class FakeTitan:
-    """An in-memory bedrock-runtime: a vector derived from the text, after a text-dependent delay."""
+    """An in-memory bedrock-runtime: a vector derived from the text.
 
-    def __init__(self) -> None:
+    With ``together``, the first ``together`` calls wait at a barrier until that many are in flight at
+    once (a call that never gets company breaks it, and the embedding fails), and the first call
+    answers only after the last of them has: answers come back out of order."""
+
+    def __init__(self, together: int | None = None) -> None:
         self.in_flight = 0
         self.most_in_flight = 0
+        self.calls = 0
         self.lock = threading.Lock()
+        self.together = together
+        self.barrier = threading.Barrier(together, timeout=10) if together else None
+        self.last_of_group_answered = threading.Event()
 
     def invoke_model(self, *, modelId: str, body: str, contentType: str, accept: str) -> dict[str, Any]:
         request = json.loads(body)
         with self.lock:
+            self.calls += 1
+            call = self.calls
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        time.sleep(0.01 * (len(request["inputText"]) % 3))
-        with self.lock:
-            self.in_flight -= 1
+        try:
+            if self.barrier is not None and call <= self.barrier.parties:
+                self.barrier.wait()
+                if call == 1:
+                    assert self.last_of_group_answered.wait(10)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+        if call == self.together:
+            self.last_of_group_answered.set()
         if request["inputText"] == "poison":
             from botocore.exceptions import ClientError
 
@@ -188,13 +204,13 @@ class FakeTitan:
 
 
 def test_texts_go_concurrently_and_come_back_in_order():
-    titan = FakeTitan()
+    titan = FakeTitan(together=4)
     texts = ["x" * n for n in range(1, 21)]
 
     vectors = make_embedder(titan, concurrency=4).embed_documents(texts)
 
     assert [v[0] for v in vectors] == [float(n) for n in range(1, 21)]
-    assert 1 < titan.most_in_flight <= 4
+    assert titan.most_in_flight == 4 and titan.calls == 20
 
 
 def test_one_refused_text_fails_the_whole_call():
