@@ -1,34 +1,27 @@
-"""Retrieval quality on SciFact (BEIR test split): vector-only, hybrid, and Postgres full-text alone.
+"""Retrieval quality on SciFact (BEIR test split) and on a generated second corpus of short lay
+questions (bench/lay_corpus.py): each side alone, the convex fusion at every alpha, search() itself.
 
-    .venv/bin/python bench/retrieval_quality.py            # ~6 min the first time (encoding), seconds after
+    .venv/bin/python bench/retrieval_quality.py            # ~10 min the first time (encoding), minutes after
+    .venv/bin/python bench/retrieval_quality.py --tokens-only
 
-Every SciFact document (title + abstract) is one chunk, embedded with the
-default embedder (local all-MiniLM-L6-v2, 384-d, through ``build_embedder``)
-and written with the store's COPY into a runtime table of an embedded
-PostgreSQL. Each of the 300 test queries then runs through
-``sluice.vectors.search.find_candidates`` (the service's own query):
+Every document (title + abstract) is one chunk, embedded with the default embedder (local
+all-MiniLM-L6-v2, 384-d, the fp32 ONNX export the provider serves) and written with the store's
+COPY into a runtime table of an embedded PostgreSQL, in 'simple' and in 'english'. Each query's
+union pool (``sluice.vectors.search.find_candidates``, the service's own query, 100 a side) is then
+ordered by ``sluice.search.ranking.rank`` (R-SRCH-1, revised 2026-12-02):
 
-* vector-only: the candidates in cosine order;
-* hybrid: the same candidates in the spec's weighted order
-  ``vec_score * 0.7 + text_score * 10 * 0.3`` (R-SRCH-1), with a pool of 100
-  (to rank a full top 100) and with a pool of 10 (the reordering of exactly
-  the vector top 10, which is what nDCG@10 sees of a short pool);
-* full-text alone: ``ts_rank`` of the same OR'ed ``plainto_tsquery('simple')``
-  over the whole table (not only the candidates).
+* the vector side alone: its candidates by cosine (alpha 1);
+* the lexical side alone: its candidates by BM25 (alpha 0);
+* the fusion at alpha 0.0 .. 1.0, no gate, first 10: what chose ``ranking.ALPHA``;
+* ``search()`` itself, defaults (candidates 8, the model's gate) and top_k 10.
 
-Scores follow trec_eval: binary gains, log2 discount, every query counted
-(an empty answer scores 0). Reference figures are SciFact's SOURCE.md and
-DESIGN.md's exact whole-document all-MiniLM run. Then a few variants of the
-text side are measured *beside* the spec's formula, to explain what the
-full-text term does on this corpus; the service keeps the spec's formula.
+Also: the cosines of relevant chunks (what chose the catalog's ``vec_gate`` for the model), the
+5,000-chunk common-lexeme cut with and without, and the exact-token lookups.
 
-The embedder is measured three ways in the same run (``--paths``): the torch path the
-local provider used before issue 12 (sentence-transformers), and the ONNX exports it
-serves now, fp32 and int8, each exported fresh from the bundled weights. Each path gets
-its own table and the vector-only and hybrid rankings; the main table is the fp32 export.
-
-Embeddings are cached in .sluice/bench/ keyed by the path (torch, or the ONNX file's
-checksum) and the corpus checksum.
+Scores follow trec_eval: binary gains, log2 discount, every query counted (an empty answer scores
+0). Reference figures are SciFact's SOURCE.md and DESIGN.md's exact whole-document all-MiniLM run.
+Embeddings are cached in .sluice/bench/ keyed by the corpus, the ONNX file's checksum and the
+texts' checksum.
 """
 
 from __future__ import annotations
@@ -50,7 +43,7 @@ CACHE = ROOT / ".sluice" / "bench"
 
 from functools import partial  # noqa: E402
 
-from harness import TorchMiniLM, exported, migrated_database, model_digest, print_table, serving  # noqa: E402
+from harness import exported, migrated_database, model_digest, print_table, serving  # noqa: E402
 
 table = partial(print_table, number_format="{:.4f}")
 
@@ -100,13 +93,14 @@ def evaluate(run: dict[str, list[str]], queries: list[dict], qrels: dict[str, se
 
 # --- embedding (cached) ------------------------------------------------------------------------
 
-def embed(texts: list[str], kind: str, encoder, path: str) -> tuple[np.ndarray, float | None]:
+def embed(texts: list[str], kind: str, encoder, path: str, corpus: str = "scifact"
+          ) -> tuple[np.ndarray, float | None]:
     """The vectors, and chunks/s if they were encoded in this run (None from the cache)."""
     from sluice.embedding import EmbeddingSpec, find_model
     from sluice.embedding.local import LocalEmbedder
 
     digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
-    cache = CACHE / f"scifact_{kind}_minilm_{path}_{model_digest(encoder)}_{digest}.npy"
+    cache = CACHE / f"{corpus}_{kind}_minilm_{path}_{model_digest(encoder)}_{digest}.npy"
     if cache.exists():
         return np.load(cache), None
     # Through the provider class the service uses, serving this path's encoder.
@@ -115,7 +109,7 @@ def embed(texts: list[str], kind: str, encoder, path: str) -> tuple[np.ndarray, 
     started = time.perf_counter()
     vectors = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
     seconds = time.perf_counter() - started
-    print(f"{path}: encoded {len(texts)} {kind} in {seconds:.0f} s", flush=True)
+    print(f"{corpus} {path}: encoded {len(texts)} {kind} in {seconds:.0f} s", flush=True)
     CACHE.mkdir(parents=True, exist_ok=True)
     np.save(cache, vectors)
     return vectors, len(texts) / seconds
@@ -168,32 +162,38 @@ def service_run(conn, collection: str, queries: list[dict], *, top_k: int, candi
     return run
 
 
-def pool_run(conn, collection: str, queries: list[dict], query_vecs, *, candidates: int, keep: int,
-             rank=None, common_share: float | None = None, gate: bool = True,
-             text_side: bool = True) -> dict[str, list[str]]:
-    """The union pool of ``candidates`` a side, in the service's order (``ranking.rank``), first ``keep``.
-    ``rank`` and ``common_share`` vary the text side for the measurements that chose them."""
-    from sluice.search.ranking import rank as policy
-    from sluice.vectors import fulltext
+def pools(conn, collection: str, queries: list[dict], query_vecs, *, candidates: int,
+          common_rows: int | None = None) -> list[list]:
+    """Each query's union pool of ``candidates`` a side (``find_candidates``, the service's query)."""
     from sluice.vectors.search import BaseScope, find_candidates
 
-    saved = fulltext.COMMON_LEXEME_SHARE
-    if common_share is not None:
-        fulltext.COMMON_LEXEME_SHARE = common_share
-    try:
-        scope = [BaseScope(_KB[collection], None)]
-        run: dict[str, list[str]] = {}
-        for q, qv in zip(queries, query_vecs, strict=True):
-            found, _ = find_candidates(conn, collection, vector=qv, text=q["text"] if text_side else "", scope=scope,
-                                       limit=candidates,
-                                       rank=rank or fulltext.TEXT_RANK)
-            conn.rollback()
-            run[q["_id"]] = [c.filename or "" for c in policy(found, top_k=keep, gate=gate)]
-        return run
-    finally:
-        fulltext.COMMON_LEXEME_SHARE = saved
+    scope = [BaseScope(_KB[collection], None)]
+    out = []
+    for q, qv in zip(queries, query_vecs, strict=True):
+        found, _ = find_candidates(conn, collection, vector=qv, text=q["text"], scope=scope, limit=candidates,
+                                   common_rows=common_rows)
+        conn.rollback()
+        for c in found:
+            c.vec_gate = _GATE.get(collection)
+        out.append(found)
+    return out
 
 
+def ordered(queries: list[dict], pooled: list[list], *, alpha: float, keep: int, gate: bool = False,
+            side: str | None = None) -> dict[str, list[str]]:
+    """The pools in the service's order (``ranking.rank``) at ``alpha``, first ``keep``; ``side``:
+    only the candidates that side found (the side alone)."""
+    from sluice.search.ranking import rank
+
+    run: dict[str, list[str]] = {}
+    for q, found in zip(queries, pooled, strict=True):
+        if side is not None:
+            found = [c for c in found if side in c.found_by]
+        run[q["_id"]] = [c.filename or "" for c in rank(list(found), top_k=keep, alpha=alpha, gate=gate)]
+    return run
+
+
+_GATE: dict[str, float | None] = {}
 _KB: dict[str, uuid.UUID] = {}
 
 
@@ -227,7 +227,7 @@ def exact_token_rows(conn, encoder, n: int = 60) -> list[list[object]]:
                               embedder_for=build_embedder, bases_for=operator_bases)
             console_first += seen.results[0].document_id == doc_id
             own = next(c for c in seen.results if c.document_id == doc_id)
-            cleared += own.vec_score >= 0.30
+            cleared += own.vec_score >= (own.vec_gate if own.vec_gate is not None else 0.30)
             found = search(conn, operator, SearchRequest(query=ident, collections=[collection]),
                            embedder_for=build_embedder, bases_for=operator_bases)
             first += bool(found.results) and found.results[0].document_id == doc_id
@@ -238,128 +238,127 @@ def exact_token_rows(conn, encoder, n: int = 60) -> list[list[object]]:
 
 # --- main --------------------------------------------------------------------------------------
 
-RANKS = [("ts_rank", 0), ("ts_rank", 1), ("ts_rank", 2), ("ts_rank", 32), ("ts_rank_cd", 0), ("ts_rank_cd", 1),
-         ("ts_rank_cd", 2), ("ts_rank_cd", 32)]
-SHARES = [0.01, 0.05, 0.2, 1.0]
+ALPHAS = [round(0.1 * i, 1) for i in range(11)]
+
+
+def cosine_gate_rows(doc_vecs, query_vecs, corpus, queries, qrels) -> list[list[object]]:
+    """Where relevant chunks' cosines fall: the share of relevant (query, chunk) pairs under each floor,
+    and of all pairs under it the share that are relevant."""
+    index = {d["_id"]: i for i, d in enumerate(corpus)}
+    sims = query_vecs @ doc_vecs.T
+    relevant = np.zeros_like(sims, dtype=bool)
+    for qi, q in enumerate(queries):
+        for d in qrels.get(q["_id"], ()):
+            if d in index:
+                relevant[qi, index[d]] = True
+    rel = sims[relevant]
+    rows: list[list[object]] = []
+    for floor in (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35):
+        under = sims < floor
+        rows.append([f"{floor:.2f}", f"{(rel < floor).mean():.4f}",
+                     f"{relevant[under].mean() if under.any() else 0:.6f}", f"{relevant[~under].mean():.6f}"])
+    rows.append(["percentiles 1/2/5 of relevant", " / ".join(f"{np.percentile(rel, p):.3f}" for p in (1, 2, 5)),
+                 "", ""])
+    return rows
+
+
+def corpus_rows(conn, name: str, corpus, queries, qrels, qv, language: str) -> tuple[list[list[object]], dict]:
+    """One corpus, one language: each side alone, the fusion at every alpha (pool of 100 a side, no
+    gate, first 10), the union's recall, and search() itself with its defaults and top_k 10."""
+    from sluice.search.ranking import ALPHA
+
+    collection = f"bench_{name}_{language}"
+    pooled = pools(conn, collection, queries, qv, candidates=100)
+    rows: list[list[object]] = []
+    vec = evaluate(ordered(queries, pooled, alpha=1.0, keep=100, side="vector"), queries, qrels)
+    lex = evaluate(ordered(queries, pooled, alpha=0.0, keep=100, side="text"), queries, qrels)
+    union = evaluate(ordered(queries, pooled, alpha=ALPHA, keep=200), queries, qrels)
+    started = time.perf_counter()
+    defaults = evaluate(service_run(conn, collection, queries, top_k=10, candidates=8), queries, qrels)
+    ms = (time.perf_counter() - started) * 1000 / len(queries)
+    wide = evaluate(service_run(conn, collection, queries, top_k=10, candidates=100), queries, qrels)
+    rows += [[f"vector side alone, 100 [{language}]", vec[0], vec[1], "-"],
+             [f"lexical side alone (BM25), 100 [{language}]", lex[0], lex[1], "-"],
+             [f"union pool of 100 a side, alpha {ALPHA}, no gate [{language}]", union[0], union[1], "-"],
+             [f"search(), defaults (candidates 8), top_k 10 [{language}]", defaults[0], "-", f"{ms:.1f} ms/query"],
+             [f"search(), candidates 100, top_k 10 [{language}]", wide[0], "-", "-"]]
+    sweep = {a: evaluate(ordered(queries, pooled, alpha=a, keep=10), queries, qrels)[0] for a in ALPHAS}
+    return rows, sweep
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database-url", default=None, help="default: a throwaway embedded PostgreSQL")
-    parser.add_argument("--paths", default="torch,onnx-fp32,onnx-int8",
-                        help="embedding paths to compare, comma-separated (torch only where `make reference` "
-                             "installed it); the first ONNX one serves the service path")
     parser.add_argument("--tokens-only", action="store_true",
                         help="only the exact-token lookups (a minute; no SciFact)")
     args = parser.parse_args()
     if args.tokens_only:
         return tokens_only(args.database_url)
-    paths = [p.strip() for p in args.paths.split(",") if p.strip()]
-    if "torch" in paths and not _has_torch():
-        print("torch: not installed (make reference), its row is left out")
-        paths.remove("torch")
-    main_path = next(p for p in paths if p.startswith("onnx"))
 
+    import lay_corpus
     import psycopg
     from pgvector.psycopg import register_vector
 
-    from sluice.vectors.fulltext import TEXT_RANK, TextRank
+    from sluice.embedding.catalog import vec_gate
 
-    corpus, queries, qrels = load()
-    doc_texts = [f"{d['title']} {d['text']}".strip() for d in corpus]
-    query_texts = [q["text"] for q in queries]
-    vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    rates: dict[str, float | None] = {}
+    corpora = {"scifact": load(), "lay": lay_corpus.corpus()}
     url, server = migrated_database(args.database_url, "bench_quality")
+    results: dict[str, dict[str, object]] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="sluice-bench-models-") as models, \
                 psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
             register_vector(conn)
-            main_encoder = None
-            for path in paths:
-                encoder = TorchMiniLM() if path == "torch" else exported(path.removeprefix("onnx-"), Path(models))
-                doc_vecs, rates[path] = embed(doc_texts, "docs", encoder, path)
-                vectors[path] = (doc_vecs, embed(query_texts, "queries", encoder, path)[0])
-                if path == main_path:
-                    main_encoder = encoder
-            by_path: dict[str, tuple[float, float, float]] = {}
-            for path in paths:
-                collection = "bench_scifact_" + path.replace("-", "_")
-                _KB[collection] = uuid.uuid4()
-                load_table(conn, collection, "simple", _KB[collection], corpus, doc_texts, vectors[path][0])
-                vec_only = pool_run(conn, collection, queries, vectors[path][1], candidates=100, keep=100,
-                                    gate=False, text_side=False)
-                hybrid = pool_run(conn, collection, queries, vectors[path][1], candidates=100, keep=100, gate=False)
-                by_path[path] = (*evaluate(vec_only, queries, qrels), evaluate(hybrid, queries, qrels)[0])
-
-            # The service path, in both languages, on the main path's vectors (its model serves the queries).
-            with serving(main_encoder):
-                service: dict[str, dict[str, tuple[float, float]]] = {}
+            encoder = exported("fp32", Path(models))
+            with serving(encoder):
+                for name, (corpus, queries, qrels) in corpora.items():
+                    texts = [f"{d['title']} {d['text']}".strip() for d in corpus]
+                    doc_vecs, _ = embed(texts, "docs", encoder, "onnx-fp32", name)
+                    qv, _ = embed([q["text"] for q in queries], "queries", encoder, "onnx-fp32", name)
+                    rows: list[list[object]] = []
+                    sweeps = {}
+                    for language in ("simple", "english"):
+                        collection = f"bench_{name}_{language}"
+                        _KB[collection] = uuid.uuid4()
+                        _GATE[collection] = vec_gate("local", "all-MiniLM-L6-v2")
+                        load_table(conn, collection, language, _KB[collection], corpus, texts, doc_vecs)
+                        base_for(conn, collection, language, _KB[collection])
+                        conn.commit()
+                        got, sweeps[language] = corpus_rows(conn, name, corpus, queries, qrels, qv, language)
+                        rows += got
+                    results[name] = {"rows": rows, "sweeps": sweeps, "n": (len(queries), len(corpus)),
+                                     "gate": cosine_gate_rows(doc_vecs, qv, corpus, queries, qrels)}
+                # The 5,000-row cut on SciFact's english lexical side: with it and without.
+                qv = embed([q["text"] for q in corpora["scifact"][1]], "queries", encoder, "onnx-fp32", "scifact")[0]
+                cut = {}
                 for language in ("simple", "english"):
-                    collection = f"bench_scifact_{language}"
-                    _KB[collection] = uuid.uuid4()
-                    load_table(conn, collection, language, _KB[collection], corpus, doc_texts, vectors[main_path][0])
-                    base_for(conn, collection, language, _KB[collection])
-                    conn.commit()
-                    qv = vectors[main_path][1]
-                    started = time.perf_counter()
-                    run8 = service_run(conn, collection, queries, top_k=10, candidates=8)
-                    ms = (time.perf_counter() - started) * 1000 / len(queries)
-                    service[language] = {
-                        "search(), top_k 10, candidates 8 (default)": (*evaluate(run8, queries, qrels), ms),
-                        "search(), top_k 10, candidates 100": (
-                            *evaluate(service_run(conn, collection, queries, top_k=10, candidates=100), queries,
-                                      qrels), None),
-                        "pool of 100 a side, spec order, first 100 (no gate)": (
-                            *evaluate(pool_run(conn, collection, queries, qv, candidates=100, keep=100, gate=False),
-                                      queries, qrels), None),
-                        "vector side alone, 100": (
-                            *evaluate(pool_run(conn, collection, queries, qv, candidates=100, keep=100, gate=False,
-                                               text_side=False), queries, qrels), None),
-                    }
-                ranks = {f"{f}, normalization {n}": evaluate(
-                    pool_run(conn, "bench_scifact_english", queries, vectors[main_path][1], candidates=100, keep=10,
-                             rank=TextRank(f, n)), queries, qrels)[0] for f, n in RANKS}
-                shares = {share: evaluate(
-                    pool_run(conn, "bench_scifact_english", queries, vectors[main_path][1], candidates=100, keep=10,
-                             common_share=share), queries, qrels)[0] for share in SHARES}
-                tokens = exact_token_rows(conn, main_encoder)
+                    for label, rows_cut in (("with the cut", None), ("without", 10**9)):
+                        pooled = pools(conn, f"bench_scifact_{language}", corpora["scifact"][1], qv, candidates=100,
+                                       common_rows=rows_cut)
+                        cut[f"{language}, {label}"] = evaluate(
+                            ordered(corpora["scifact"][1], pooled, alpha=0.0, keep=100, side="text"),
+                            corpora["scifact"][1], corpora["scifact"][2])[0]
+                tokens = exact_token_rows(conn, encoder)
     finally:
         if server is not None:
             server.cleanup()
 
-    torch_docs = vectors["torch"][0] if "torch" in vectors else None
-    path_rows: list[list[object]] = []
-    for path in paths:
-        ndcg, rec, hybrid_ndcg = by_path[path]
-        cos = "-"
-        if torch_docs is not None and path != "torch":
-            agreement = np.sum(vectors[path][0] * torch_docs, axis=1)
-            cos = f"{agreement.mean():.5f} / {agreement.min():.5f}"
-        rate = rates[path]
-        path_rows.append([path, ndcg, rec, hybrid_ndcg, cos, "cached" if rate is None else f"{rate:.1f}"])
-    table(f"Embedding paths, same run: vector side alone (pool 100) and the union pool of 100 a side in the spec "
-          f"order, language simple; cosine to torch over the {len(corpus)} documents (mean / worst)",
-          ["path", "nDCG@10", "R@100", "union nDCG@10", "cosine to torch", "docs/s encoding"], path_rows)
+    from sluice.search.ranking import ALPHA
 
-    rows: list[list[object]] = []
-    for language, runs in service.items():
-        for name, (ndcg, rec, ms) in runs.items():
-            rows.append([f"{name} [{language}]", ndcg, rec if "100" in name else "-",
-                         "-" if ms is None else f"{ms:.1f} ms/query"])
-    rows += [[f"reference: {name}", n, r, "-"] for name, n, r in REFERENCES]
-    table(f"SciFact test, {len(queries)} queries, {len(corpus)} docs, one chunk per doc, {main_path} "
-          "(targets: search() top_k 10 nDCG@10 >= 0.72; R@100 with 100 candidates >= 0.95)",
-          ["system", "nDCG@10", "R@100", "latency"], rows)
-    table("The text side's rank inside the union pool (100 a side, english, first 10 after the gate): nDCG@10",
-          ["rank", "nDCG@10", "in use"],
-          [[name, v, "yes" if name == f"{TEXT_RANK.function}, normalization {TEXT_RANK.normalization}" else ""]
-           for name, v in ranks.items()])
-    from sluice.vectors.fulltext import COMMON_LEXEME_SHARE
-
-    table("Lexemes left out of the text side when in more than this share of chunks (english, same pool): nDCG@10",
-          ["share", "nDCG@10", "in use"],
-          [[f"{share:.2f}", v, "yes" if share == COMMON_LEXEME_SHARE else ""] for share, v in shares.items()])
+    for name, r in results.items():
+        nq, nd = r["n"]  # type: ignore[misc]
+        table(f"{name}: {nq} queries, {nd} chunks, onnx-fp32 all-MiniLM-L6-v2 (targets on SciFact: search() "
+              "defaults >= 0.73, lexical alone >= 0.665, union R@100 >= 0.95; on lay: defaults >= each side)",
+              ["system", "nDCG@10", "R@100", "latency"],
+              r["rows"] + ([[f"reference: {n}", a, b, "-"] for n, a, b in REFERENCES] if name == "scifact" else []))
+        sweeps = r["sweeps"]
+        table(f"{name}: the fusion's alpha (pool of 100 a side, no gate, first 10): nDCG@10",
+              ["alpha", "simple", "english", "in use"],
+              [[a, sweeps["simple"][a], sweeps["english"][a], "yes" if a == ALPHA else ""] for a in ALPHAS])
+        table(f"{name}: cosine of the relevant chunks (the gate): share of relevant pairs under the floor, "
+              "share of pairs under / over it that are relevant",
+              ["floor", "relevant under", "P(relevant | under)", "P(relevant | over)"], r["gate"])
+    table("SciFact, lexical side alone: the 5,000-chunk common-lexeme cut: nDCG@10",
+          ["language, cut", "nDCG@10"], [[k, v] for k, v in cut.items()])
     tokens_table(tokens)
     return 0
 

@@ -21,7 +21,7 @@ from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel
 from sluice.ingest.documents import DocumentPage, IngestionCounts
 from sluice.ingest.uploads import Accepted
-from sluice.search.ranking import RERANK_GATE, VEC_GATE, hybrid_score, passes_gates, score
+from sluice.search.ranking import RERANK_GATE, Gate, hybrid_score, score, verdict
 from sluice.search.service import SearchOutcome
 from sluice.vectors.search import Candidate
 
@@ -370,9 +370,10 @@ class ResultMetadataOut(BaseModel):
 class SearchResultOut(Body):
     content: str
     score: float = Field(description="What results are ordered by: the reranker's score, else hybrid_score.")
-    vec_score: float
-    text_score: float
-    hybrid_score: float
+    vec_score: float = Field(description="Cosine similarity of the chunk to the query.")
+    text_score: float = Field(description="BM25 of the chunk for the query's lexemes (0: none of them).")
+    hybrid_score: float = Field(
+        description="alpha * vec_norm + (1 - alpha) * text_norm, both scaled min-max within the pool.")
     reranker_score: float | None
     collection: str
     document_id: str
@@ -387,7 +388,14 @@ class SearchResultOut(Body):
 
 
 class DiagnosticCandidateOut(SearchResultOut):
+    vec_norm: float = Field(description="vec_score scaled min-max within the collection's pool.")
+    text_norm: float = Field(description="text_score scaled min-max within the collection's pool.")
+    strong_lexical_match: bool = Field(
+        description="Found by the lexical side and holding every lexeme of the query (stop words aside).")
+    vec_gate: float = Field(description="The cosine gate applied to this candidate's collection.")
     passed: bool = Field(description="Whether the candidate passes the gates a search applies.")
+    gate: Gate = Field(description="The gate that let it through (vec_gate, strong_lexical) or stopped it "
+                                   "(vec_gate, reranker_gate).")
     found_by: list[Literal["vector", "text"]] = Field(
         description="Which side of the pool found it: the vector top, the full-text top, or both (R-SRCH-1).")
 
@@ -400,7 +408,9 @@ class SearchOut(Body):
 
 class DiagnosticOut(Body):
     query: str
-    vec_gate: float
+    alpha: float
+    vec_gate: float | None = Field(description="The cosine gate, when every collection searched has the same one.")
+    vec_gates: dict[str, float] = Field(description="The cosine gate of each collection searched.")
     reranker_gate: float
     candidates: list[DiagnosticCandidateOut]
     count: int
@@ -436,11 +446,19 @@ def search_view(outcome: SearchOutcome) -> SearchOut:
                      count=len(outcome.results))
 
 
+def _diagnostic_candidate(c: Candidate, vec_gate: float) -> DiagnosticCandidateOut:
+    passed, gate = verdict(c)
+    return DiagnosticCandidateOut(**_result_fields(c), vec_norm=round(c.vec_norm, 6), text_norm=round(c.text_norm, 6),
+                                  strong_lexical_match=c.strong_match, vec_gate=vec_gate, passed=passed, gate=gate,
+                                  found_by=list(c.found_by))
+
+
 def diagnostic_view(outcome: SearchOutcome) -> DiagnosticOut:
+    gates = set(outcome.vec_gates.values())
     return DiagnosticOut(
-        query=outcome.query, vec_gate=VEC_GATE, reranker_gate=RERANK_GATE,
-        candidates=[DiagnosticCandidateOut(**_result_fields(c), passed=passes_gates(c), found_by=list(c.found_by))
-                    for c in outcome.results],
+        query=outcome.query, alpha=outcome.alpha, vec_gate=next(iter(gates)) if len(gates) == 1 else None,
+        vec_gates=outcome.vec_gates, reranker_gate=RERANK_GATE,
+        candidates=[_diagnostic_candidate(c, outcome.vec_gates[c.collection]) for c in outcome.results],
         count=len(outcome.results),
     )
 

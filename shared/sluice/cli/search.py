@@ -30,6 +30,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--collection", "-c", action="append", required=True, help="repeatable")
     p.add_argument("--top-k", type=int, default=4)
     p.add_argument("--candidates", type=int, default=8)
+    p.add_argument("--alpha", type=float, help="the fusion's weight on the vector side: 0 lexical (BM25) only, "
+                                               "1 vector only (default: the service's)")
+    p.add_argument("--min-vec-score", type=float, help="the cosine gate (default: the model's vec_gate)")
     p.add_argument("--source", action="append", help="filter, repeatable (OR)")
     p.add_argument("--document-type", action="append", help="filter, repeatable (OR)")
     p.add_argument("--unit", action="append", dest="organizational_unit", help="organizational unit, repeatable")
@@ -53,6 +56,7 @@ def request_body(args: argparse.Namespace) -> dict[str, Any]:
     body: dict[str, Any] = {"query": args.query, "collections": args.collection}
     if not args.diagnostic:
         body.update(top_k=args.top_k, candidates=args.candidates)
+    body.update({k: v for k, v in (("alpha", args.alpha), ("min_vec_score", args.min_vec_score)) if v is not None})
     if filters:
         body["filters"] = filters
     return body
@@ -103,14 +107,16 @@ def _fmt(value: Any) -> str:
 def table(answer: dict[str, Any]) -> str:
     rows = answer.get("results", answer.get("candidates", []))
     diagnostic = "candidates" in answer
-    head = ["#", "score", "vec", "text", "rerank", *(["passed"] if diagnostic else []),
+    head = ["#", "score", "vec", "text", "rerank", *(["vec_n", "text_n", "by", "gate", "passed"] if diagnostic else []),
             "collection", "filename", "chunk", "pages", "unit", "source", "content"]
     lines = []
     for i, r in enumerate(rows, 1):
         pages = "-" if r["page_start"] is None else f"{r['page_start']}-{r['page_end']}"
         snippet = " ".join(r["content"].split())[:SNIPPET_CHARS]
         lines.append([str(i), _fmt(r["score"]), _fmt(r["vec_score"]), _fmt(r["text_score"]),
-                      _fmt(r["reranker_score"]), *([_fmt(r["passed"])] if diagnostic else []),
+                      _fmt(r["reranker_score"]),
+                      *([_fmt(r["vec_norm"]), _fmt(r["text_norm"]), "+".join(r["found_by"]), r["gate"],
+                         _fmt(r["passed"])] if diagnostic else []),
                       r["collection"], _fmt(r["filename"]), _fmt(r["chunk_index"]), pages,
                       _fmt(r["organizational_unit"]), _fmt(r["source"]), snippet])
     widths = [max(len(h), *(len(line[j]) for line in lines)) if lines else len(h) for j, h in enumerate(head)]

@@ -34,6 +34,9 @@ class CatalogModel:
     max_input_tokens: int
     allowed_dims: tuple[int, ...] = ()
     description: str = ""
+    # The cosine below which a chunk is almost never relevant to a query, for this model (R-SRCH-1's
+    # gate); None: the search's default. Measured, where given, by bench/retrieval_quality.py.
+    vec_gate: float | None = None
 
     def __post_init__(self) -> None:
         if not self.allowed_dims:
@@ -127,6 +130,7 @@ def _build(entry: dict[str, Any]) -> CatalogModel:
         max_input_tokens=int(entry["max_input_tokens"]),
         allowed_dims=tuple(int(d) for d in entry.get("allowed_dims") or ()),
         description=str(entry.get("description", "")),
+        vec_gate=float(entry["vec_gate"]) if entry.get("vec_gate") is not None else None,
     )
 
 
@@ -137,6 +141,8 @@ def _check(model: CatalogModel) -> str | None:
         return f"dim {model.dim} must be one of allowed_dims {model.allowed_dims}"
     if model.max_input_tokens <= 0:
         return "max_input_tokens must be positive"
+    if model.vec_gate is not None and not -1.0 <= model.vec_gate <= 1.0:
+        return f"vec_gate {model.vec_gate} must be a cosine, between -1 and 1"
     return None
 
 
@@ -174,3 +180,9 @@ def find_model(provider: str, model: str, dim: int | None = None) -> CatalogMode
             fields={"embedding_dim": f"'{model}' produces vectors of width {widths}, not {dim}"},
         )
     return replace(entry, dim=dim)
+
+
+def vec_gate(provider: str, model: str) -> float | None:
+    """The catalog's cosine gate for a model (R-SRCH-1); None when it names none or the model left it."""
+    entry = next((m for m in load_catalog() if m.provider == provider and m.model == model), None)
+    return entry.vec_gate if entry is not None else None

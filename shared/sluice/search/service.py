@@ -25,10 +25,11 @@ from sluice.db import knowledge_bases as kb_repo
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import Embedder, EmbeddingSpec
+from sluice.embedding.catalog import vec_gate
 from sluice.embedding.rerank import Reranker
 from sluice.errors import CollectionNotFoundError, ValidationError
 from sluice.identity import Principal
-from sluice.search.ranking import RERANK_GATE, VEC_GATE, order, rank, score
+from sluice.search.ranking import ALPHA, DEFAULT_VEC_GATE, RERANK_GATE, order, rank, score
 from sluice.vectors.names import validate_collection_name
 from sluice.vectors.search import (
     NO_FILTER,
@@ -73,6 +74,10 @@ class SearchRequest(BaseModel):
     collections: list[str] = Field(min_length=1, max_length=20)
     top_k: int = Field(4, ge=1, le=50)
     candidates: int = Field(8, ge=1, le=200)
+    # R-SRCH-1: the fusion's weight on the vector side (0 lexical only, 1 vector only; default ALPHA)
+    # and the cosine gate (default: the collection's model's vec_gate in the embedding catalog).
+    alpha: float | None = Field(None, ge=0.0, le=1.0)
+    min_vec_score: float | None = Field(None, ge=-1.0, le=1.0)
     filters: SearchFilters | None = None
     # Deprecated: only `parent_doc_id == "<id>"` was ever honoured; see legacy_document_filter.
     filter: str | None = Field(None, max_length=500)
@@ -85,6 +90,8 @@ class DiagnosticRequest(BaseModel):
 
     query: str = Field(min_length=1, max_length=4000)
     collections: list[str] = Field(min_length=1, max_length=20)
+    alpha: float | None = Field(None, ge=0.0, le=1.0)
+    min_vec_score: float | None = Field(None, ge=-1.0, le=1.0)
     filters: SearchFilters | None = None
     filter: str | None = Field(None, max_length=500)
 
@@ -137,6 +144,8 @@ class SearchOutcome:
     latency_ms: float
     plans: dict[str, Plan] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
+    alpha: float = ALPHA
+    vec_gates: dict[str, float] = field(default_factory=dict)  # per collection, as applied
 
     @property
     def top_score(self) -> float | None:
@@ -156,9 +165,18 @@ def operator_bases(conn: Connection, p: Principal, collection: str) -> list[Know
     return bases
 
 
+def gate_for(spec: EmbeddingSpec, min_vec_score: float | None) -> float:
+    """The cosine gate of a collection embedded with ``spec``: the request's, else the catalog's for
+    the model, else the spec's default (R-SRCH-1)."""
+    if min_vec_score is not None:
+        return min_vec_score
+    gate = vec_gate(spec.provider, spec.model)
+    return DEFAULT_VEC_GATE if gate is None else gate
+
+
 def _gather(conn: Connection, p: Principal, collections: Sequence[str], query: str, flt: ChunkFilter,
-            limit: int, embedder_for: EmbedderFor,
-            bases_for: BasesFor | None) -> tuple[list[Candidate], dict[str, Plan]]:
+            limit: int, embedder_for: EmbedderFor, bases_for: BasesFor | None,
+            min_vec_score: float | None) -> tuple[list[Candidate], dict[str, Plan], dict[str, float]]:
     # Resolve every collection before touching any: one out of reach refuses all (R-ACC-3).
     if bases_for is None:
         scopes = {name: resolve_collection(conn, p, name, shared=True) for name in dict.fromkeys(collections)}
@@ -167,16 +185,20 @@ def _gather(conn: Connection, p: Principal, collections: Sequence[str], query: s
     vectors: dict[EmbeddingSpec, list[float]] = {}
     found: list[Candidate] = []
     plans: dict[str, Plan] = {}
+    gates: dict[str, float] = {}
     for name, bases in scopes.items():
         spec = bases[0].embedding_spec()
+        gates[name] = gate_for(spec, min_vec_score)
         if spec not in vectors:
             vectors[spec] = embedder_for(spec).embed_query(query)
         # A recipients base is reached only as the caller's share; the operator reads every base whole.
         scope = search_scope(p, bases) if bases_for is None else [BaseScope(b.id, b.org_id) for b in bases]
         got, plans[name] = find_candidates(conn, name, vector=vectors[spec], text=query, scope=scope,
                                              limit=limit, filters=flt)
+        for c in got:
+            c.vec_gate = gates[name]
         found += got
-    return found, plans
+    return found, plans, gates
 
 
 def _rerank(reranker: Reranker | None, query: str, candidates: list[Candidate]) -> None:
@@ -193,10 +215,12 @@ def search(conn: Connection, p: Principal, req: SearchRequest,
     """``bases_for`` replaces the caller's resolution only for the operator's CLI (``operator_bases``)."""
     started = time.perf_counter()
     flt = chunk_filter(req.filters, req.filter)
-    found, plans = _gather(conn, p, req.collections, req.query, flt, req.candidates, embedder_for, bases_for)
+    found, plans, gates = _gather(conn, p, req.collections, req.query, flt, req.candidates, embedder_for,
+                                  bases_for, req.min_vec_score)
     _rerank(reranker, req.query, found)
-    results = rank(found, top_k=req.top_k)
-    outcome = SearchOutcome(req.query, results, _since(started), plans, found)
+    alpha = ALPHA if req.alpha is None else req.alpha
+    results = rank(found, top_k=req.top_k, alpha=alpha)
+    outcome = SearchOutcome(req.query, results, _since(started), plans, found, alpha, gates)
     log_search("search", outcome, flt, reranker)
     return outcome
 
@@ -204,14 +228,16 @@ def search(conn: Connection, p: Principal, req: SearchRequest,
 def diagnostic(conn: Connection, p: Principal, req: DiagnosticRequest,
                embedder_for: EmbedderFor, reranker: Reranker | None = None,
                bases_for: BasesFor | None = None) -> SearchOutcome:
-    """R-SRCH-4: the vector top 20 of every collection, every candidate kept, each with its verdict."""
+    """R-SRCH-4: the vector and lexical top 20 of every collection, every candidate kept, each with
+    its verdict."""
     started = time.perf_counter()
     flt = chunk_filter(req.filters, req.filter)
-    found, plans = _gather(conn, p, req.collections, req.query, flt, DIAGNOSTIC_CANDIDATES, embedder_for,
-                           bases_for)
+    found, plans, gates = _gather(conn, p, req.collections, req.query, flt, DIAGNOSTIC_CANDIDATES, embedder_for,
+                                  bases_for, req.min_vec_score)
     _rerank(reranker, req.query, found)
-    ordered = order(found)
-    outcome = SearchOutcome(req.query, ordered, _since(started), plans, found)
+    alpha = ALPHA if req.alpha is None else req.alpha
+    ordered = order(found, alpha)
+    outcome = SearchOutcome(req.query, ordered, _since(started), plans, found, alpha, gates)
     log_search("search_diagnostic", outcome, flt, reranker)
     return outcome
 
@@ -234,7 +260,8 @@ def log_search(event: str, outcome: SearchOutcome, flt: ChunkFilter, reranker: R
         "candidates": len(outcome.candidates),
         "top_score": round(outcome.top_score, 6) if outcome.top_score is not None else None,
         "latency_ms": outcome.latency_ms,
-        "vec_gate": VEC_GATE,
+        "alpha": outcome.alpha,
+        "vec_gates": outcome.vec_gates,
         "reranker": reranker.name if reranker is not None else "none",
         "reranker_gate": RERANK_GATE if reranker is not None else None,
         "filters": flt.describe(),

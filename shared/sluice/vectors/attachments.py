@@ -7,7 +7,8 @@ chunks, and its rows are scoped by conversation and attachment, not by base and
 tenant. A chunk cannot outlive its attachment (a foreign key with ON DELETE CASCADE).
 
 The search is the same hybrid as the collections' (R-SRCH-1, revised): the vector
-top ``pool`` by cosine and the full-text top ``pool`` by rank, both inside the scope,
+top ``pool`` by cosine and the lexical top ``pool`` by BM25 (the statistics those of
+the attachments in scope, counted as the query runs), both inside the scope,
 each candidate with both scores; ``sluice.search.ranking`` orders and deduplicates
 them. The scope is a handful of attachments of one conversation, so every row in
 it is scored exactly; there is no graph to walk.
@@ -19,9 +20,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from psycopg import sql
 from psycopg.rows import dict_row
 
 from sluice.db.connection import Connection
+from sluice.vectors.fulltext import NO_TEXT, TextQuery, TextStatistics, query_lexemes, weigh
 from sluice.vectors.search import Candidate
 from sluice.vectors.store import as_vector
 
@@ -85,27 +88,56 @@ def chunk_texts(conn: Connection, attachment_id: uuid.UUID) -> list[str]:
     return [r["content"] for r in rows]
 
 
-_CANDIDATES = f"""
-WITH q AS (
-    SELECT replace(plainto_tsquery('simple', %(text)s)::text, '&', '|') AS terms
-), scope AS (
-    SELECT id, embedding, content_tsv FROM {TABLE}
+# Chat attachments are indexed in 'simple' (migration 0008's generated column).
+LANGUAGE = "simple"
+
+# BM25's statistics of the scope itself (a handful of attachments: counted exactly, every time).
+_STATISTICS = f"""
+SELECT count(*) AS chunks, coalesce(sum(length(content_tsv)), 0) AS lexemes,
+       (SELECT coalesce(json_object_agg(lexeme, n), '{{}}'::json) FROM (
+            SELECT u.lexeme, count(*) AS n FROM {TABLE} s, unnest(tsvector_to_array(s.content_tsv)) AS u(lexeme)
+             WHERE s.conversation_id = %(conversation)s AND s.attachment_id = ANY(%(attachments)s)
+               AND u.lexeme = ANY(%(lx)s::text[])
+             GROUP BY u.lexeme) AS held) AS holding
+  FROM {TABLE}
+ WHERE conversation_id = %(conversation)s AND attachment_id = ANY(%(attachments)s)
+"""
+
+_CANDIDATES = """
+WITH scope AS (
+    SELECT id, embedding, content_tsv FROM {table}
      WHERE conversation_id = %(conversation)s AND attachment_id = ANY(%(attachments)s)
 ), by_vector AS (
     SELECT id FROM scope ORDER BY embedding <=> %(vec)s, id LIMIT %(pool)s
 ), by_text AS (
-    SELECT s.id FROM scope s CROSS JOIN q
-     WHERE q.terms <> '' AND s.content_tsv @@ q.terms::tsquery
-     ORDER BY ts_rank(s.content_tsv, q.terms::tsquery) DESC, s.id LIMIT %(pool)s
+    SELECT s.id FROM scope s
+     WHERE %(tsq)s::tsquery IS NOT NULL AND s.content_tsv @@ %(tsq)s::tsquery
+     ORDER BY {scope_score} DESC, s.id LIMIT %(pool)s
 ), pool AS (
     SELECT id FROM by_vector UNION SELECT id FROM by_text
 )
 SELECT c.id, c.attachment_id, c.chunk_index, c.content, c.page_start, c.page_end,
-       1 - (c.embedding <=> %(vec)s) AS vec_score,
-       CASE WHEN q.terms = '' THEN 0.0 ELSE ts_rank(c.content_tsv, q.terms::tsquery) END AS text_score
-  FROM pool JOIN {TABLE} AS c USING (id) CROSS JOIN q
+       1 - (c.embedding <=> %(vec)s) AS vec_score, {score} AS text_score,
+       c.id IN (SELECT id FROM by_text) AS by_text, c.id IN (SELECT id FROM by_vector) AS by_vector
+  FROM pool JOIN {table} AS c USING (id)
  ORDER BY c.id
 """
+
+
+def lexical_query(conn: Connection, *, conversation_id: uuid.UUID, attachment_ids: Sequence[uuid.UUID],
+                  text: str) -> TextQuery:
+    """The search text as BM25 scores it against the attachments named (the same lexical side as a
+    collection's, R-SRCH-1, on the statistics of the scope)."""
+    lexemes = query_lexemes(conn, LANGUAGE, text)
+    if not lexemes:
+        return NO_TEXT
+    row = conn.execute(_STATISTICS, {"conversation": conversation_id, "attachments": list(attachment_ids),
+                                     "lx": list(lexemes)}).fetchone()
+    chunks = int(row["chunks"]) if row else 0
+    if row is None or chunks == 0:
+        return weigh(lexemes, None)
+    stats = TextStatistics(chunks, int(row["lexemes"]) / chunks, {k: int(v) for k, v in row["holding"].items()})
+    return weigh(lexemes, stats)
 
 
 def candidates(conn: Connection, *, conversation_id: uuid.UUID, attachment_ids: Sequence[uuid.UUID],
@@ -116,8 +148,12 @@ def candidates(conn: Connection, *, conversation_id: uuid.UUID, attachment_ids: 
     """
     if not attachment_ids:
         return []
-    rows = conn.cursor(row_factory=dict_row).execute(_CANDIDATES, {
-        "text": text, "conversation": conversation_id, "attachments": list(attachment_ids),
+    lexical = lexical_query(conn, conversation_id=conversation_id, attachment_ids=attachment_ids, text=text)
+    query = sql.SQL(_CANDIDATES).format(table=sql.Identifier(TABLE),
+                                        scope_score=lexical.score(sql.SQL("s.content_tsv")),
+                                        score=lexical.score(sql.SQL("c.content_tsv")))
+    rows = conn.cursor(row_factory=dict_row).execute(query, {
+        "tsq": lexical.tsquery, "conversation": conversation_id, "attachments": list(attachment_ids),
         "vec": as_vector(vector), "pool": pool,
     }).fetchall()
     return [
@@ -125,6 +161,7 @@ def candidates(conn: Connection, *, conversation_id: uuid.UUID, attachment_ids: 
                   chunk_index=r["chunk_index"], content=r["content"], filename=None, page_start=r["page_start"],
                   page_end=r["page_end"], source=SOURCE, document_type=None, organizational_unit=None,
                   source_path=None, metadata={}, vec_score=float(r["vec_score"]),
-                  text_score=float(r["text_score"]))
+                  text_score=float(r["text_score"]),
+                  found_by=tuple(side for side, hit in (("vector", r["by_vector"]), ("text", r["by_text"])) if hit))
         for r in rows
     ]

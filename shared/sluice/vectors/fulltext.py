@@ -1,24 +1,37 @@
-"""The full-text side of search (R-SRCH-1 revised, R-SRCH-7): a collection's text search language,
-the query a search text becomes in it, and how that query ranks a chunk.
+"""The lexical side of search (R-SRCH-1 revised 2026-12-02, R-SRCH-7): a collection's text search
+language, the query a search text becomes in it, and BM25 over it, in plain SQL.
 
 A collection's language is the configuration its table's generated ``content_tsv`` column was
 created with; the catalog is the one truth, read back from the column's expression, so a table
 created before languages existed (``simple``) is searched as it was built.
 
 The query is the OR of the search text's lexemes in that language: any one shared lexeme makes a
-chunk a candidate, and the rank favours chunks sharing more of them. A lexeme that most chunks
-hold says nothing about which to prefer and would make the text side rank most of the table, so a
-lexeme the collection's statistics (``pg_stats.most_common_elems``, kept by ANALYZE) find in more
-than ``COMMON_LEXEME_SHARE`` of its chunks, or in more than ``COMMON_LEXEME_ROWS`` of them, is left
-out; a text made only of such lexemes, of stop words or of symbols has no text side, and the search
-is the vector side alone.
+chunk a candidate (found through the GIN index). Each candidate is scored by BM25 (k1 1.2, b 0.75):
+
+    sum over the query's lexemes  idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))
+    idf = ln(1 + (N - n + 0.5) / (n + 0.5))
+
+``N`` the collection's chunks, ``n`` the chunks holding the lexeme, ``tf`` the lexeme's occurrences in
+the chunk, ``len`` the chunk's lexeme count (``length(content_tsv)``: distinct lexemes, which
+Postgres keeps in the tsvector's header) and ``avg_len`` the collection's average of it. The IDF is
+Robertson-Sparck Jones' with Lucene's ``1 +`` inside the logarithm, so a lexeme in every chunk
+weighs a little, never less than nothing. ``N``, ``n`` and the lengths come from the statistics the
+collection table's triggers keep exact in the writing transaction (migration 0012); ``tf`` is
+``ts_rank_cd`` with every weight 1 and a one-lexeme query, which is exactly the count of the
+lexeme's positions (at most 255, Postgres' own cap).
+
+A lexeme in more than ``COMMON_LEXEME_ROWS`` chunks is left out of the scoring (not of the strong
+match): it bounds how many rows one query lexeme makes the lexical side score in a large
+collection. A text made only of such lexemes, of stop words or of symbols has no lexical side, and
+the search is the vector side alone.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from psycopg import sql
 
@@ -31,18 +44,13 @@ DEFAULT_LANGUAGE = "simple"
 _LANGUAGE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # The generated column's expression as the catalog prints it: to_tsvector('english'::regconfig, content)
 _COLUMN_CONFIG = re.compile(r"to_tsvector\('([a-z_][a-z0-9_]*)'::regconfig")
-# SciFact, union pool of 100 a side, english, first 10 after the gate (bench/retrieval_quality.py,
-# 2026-12-01): nDCG@10 0.6898 leaving out lexemes in over 1% of chunks, 0.7097 over 5%, 0.7098 over
-# 20%, 0.7133 keeping every lexeme. 5% costs 0.004 against keeping all and bounds the text side's
-# work: no lexeme of the query makes it rank more than 5% of a collection.
-COMMON_LEXEME_SHARE = 0.05
-# 5% of a large collection is still many rows to rank: bench/search_latency.py at 1,000,000 chunks
-# (2026-12-01) measured the union's p95 at +156 ms unfiltered and +220 ms at 50% over the vector side
-# alone, with lexemes in up to 50,000 rows kept. So no lexeme may make the text side rank more than
-# 5,000 rows (5% of 100,000): nothing changes up to 100,000 chunks (SciFact's 5,183 included), and a
-# larger collection's text side costs what a 100,000-chunk one's does (the text side alone at 1M:
-# p95 333-409 ms before, 26 ms with the cut). What it leaves out there is a word in over 5,000
-# chunks, which the vector side's meaning covers better than a rank over it.
+K1 = 1.2
+B = 0.75
+# bench/search_latency.py at 1,000,000 chunks (2026-12-01, ts_rank) measured the union's p95 at
+# +156 ms unfiltered and +220 ms at 50% over the vector side alone with lexemes in up to 50,000 rows
+# kept, and the text side alone at p95 333-409 ms against 26 ms with this cut. Nothing changes up
+# to 100,000 chunks unless one lexeme is in over 5% of them; what it leaves out is a word in over
+# 5,000 chunks, whose IDF is small there anyway. Re-measured with BM25 in bench/README.md.
 COMMON_LEXEME_ROWS = 5_000
 
 
@@ -90,69 +98,113 @@ def table_language(conn: Connection, collection: str) -> str | None:
     return language_of_expression(row["expression"])
 
 
+
+# --- the statistics and the query ---------------------------------------------------------------
+
+
 @dataclass(frozen=True)
-class TextRank:
-    """How the text side ranks a chunk: Postgres' ``ts_rank`` or ``ts_rank_cd`` (cover density),
-    with a normalization bit mask (0 none, 1 divide by 1 + log(length), 2 by length, ...)."""
+class TextStatistics:
+    """What BM25 reads of a collection: its chunks, their average lexeme count, and for each lexeme
+    asked about the chunks holding it (a lexeme no chunk holds is absent)."""
 
-    function: Literal["ts_rank", "ts_rank_cd"] = "ts_rank"
-    normalization: int = 0
-
-    def expression(self, column: sql.Composable, query: sql.Composable) -> sql.Composed:
-        return sql.SQL("{f}({c}, {q}, {n})").format(f=sql.Identifier(self.function), c=column, q=query,
-                                                    n=sql.Literal(int(self.normalization)))
+    chunks: int
+    avg_len: float
+    holding: dict[str, int]
 
 
-# Measured inside the union pool on SciFact (bench/retrieval_quality.py, 2026-12-01; english, 100 a
-# side, first 10 after the gate), nDCG@10: ts_rank 0.7097 without length normalisation, 0.6674 / 0.6449
-# / 0.7091 with normalisation 1 / 2 / 32 (bench/text_term.py: 8 0.6450, 16 0.6692); ts_rank_cd 0.5116 /
-# 0.5669 / 0.6565 / 0.5474 (cover density rewards query words near each other, which an OR of a
-# claim's words rarely are). The normalised ranks only overtake this one when the text term weighs
-# five to twelve times what R-SRCH-1 gives it (bench/text_term.py).
-TEXT_RANK = TextRank("ts_rank", 0)
+def idf(chunks: int, holding: int) -> float:
+    """Robertson-Sparck Jones' IDF, ``1 +`` inside the logarithm (Lucene's): positive for every lexeme."""
+    return math.log(1.0 + (chunks - holding + 0.5) / (holding + 0.5))
 
 
 @dataclass(frozen=True)
 class TextQuery:
-    """What the text side searches for: ``tsquery`` (None: nothing worth searching) and why."""
+    """What the lexical side searches for and scores with.
 
-    tsquery: str | None
+    ``lexemes``: every lexeme of the text in the collection's language (stop words are not lexemes);
+    ``weights``: the lexemes scored, each with its IDF; ``dropped``: held by more than
+    ``COMMON_LEXEME_ROWS`` chunks, so not scored; ``avg_len``: the collection's average chunk length.
+    """
+
     lexemes: tuple[str, ...] = ()
-    dropped: tuple[str, ...] = ()  # too common in this collection to tell chunks apart
+    weights: tuple[tuple[str, float], ...] = ()
+    avg_len: float = 1.0
+    dropped: tuple[str, ...] = ()
+
+    @property
+    def tsquery(self) -> str | None:
+        """The OR of the lexemes scored: what finds the candidates (None: no lexical side)."""
+        return " | ".join(_quoted(lx) for lx, _ in self.weights) if self.weights else None
+
+    @property
+    def every_lexeme(self) -> str | None:
+        """The AND of every lexeme of the text: what a strong lexical match holds (R-SRCH-1)."""
+        return " & ".join(_quoted(lx) for lx in self.lexemes) if self.lexemes else None
+
+    def score(self, column: sql.Composable) -> sql.Composable:
+        """The BM25 of the chunk whose tsvector is ``column``: one term per lexeme scored."""
+        if not self.weights:
+            return sql.SQL("0.0::float8")
+        # k1 * (1 - b + b * len / avg_len), once per term: the tsvector's length is read from its header.
+        norm = sql.SQL("({k1} * (1 - {b} + {b} * length({c}) / {avg}))").format(
+            k1=sql.Literal(K1), b=sql.Literal(B), c=column, avg=sql.Literal(float(self.avg_len)))
+        terms = []
+        for lexeme, weight in self.weights:
+            # ts_rank_cd with every weight 1 and one lexeme: the lexeme's occurrences in the chunk.
+            tf = sql.SQL("ts_rank_cd('{{1,1,1,1}}'::float4[], {c}, {q}::tsquery)::float8").format(
+                c=column, q=sql.Literal(_quoted(lexeme)))
+            terms.append(sql.SQL("{w} * {tf} * {k1p} / ({tf} + {norm})").format(
+                w=sql.Literal(float(weight)), tf=tf, k1p=sql.Literal(K1 + 1), norm=norm))
+        return sql.SQL("(") + sql.SQL(" + ").join(terms) + sql.SQL(")")
 
 
-NO_TEXT = TextQuery(None)
+NO_TEXT = TextQuery()
+
+
+def text_statistics(conn: Connection, table: str, lexemes: Sequence[str]) -> TextStatistics | None:
+    """The statistics of the collection table ``table`` (a name) for ``lexemes``; None when it keeps none."""
+    row = conn.execute(
+        """SELECT s.chunks, s.lexemes,
+                  (SELECT coalesce(json_object_agg(l.lexeme, l.chunks), '{}'::json) FROM collection_lexemes l
+                    WHERE l.relid = s.relid AND l.lexeme = ANY(%(lx)s::text[])) AS holding
+             FROM collection_text_stats s WHERE s.relid = to_regclass(%(t)s)""",
+        {"t": table, "lx": list(lexemes)},
+    ).fetchone()
+    if row is None:
+        return None
+    chunks = int(row["chunks"])
+    return TextStatistics(chunks, (int(row["lexemes"]) / chunks) if chunks > 0 else 1.0,
+                          {k: int(v) for k, v in (row["holding"] or {}).items()})
+
+
+def query_lexemes(conn: Connection, language: str, text: str) -> tuple[str, ...]:
+    """The distinct lexemes of ``text`` in ``language``, in the tsvector's order."""
+    if not text.strip():
+        return ()
+    row = conn.execute("SELECT tsvector_to_array(to_tsvector(%s::regconfig, %s)) AS lexemes",
+                       (language, text)).fetchone()
+    return tuple(row["lexemes"] or ()) if row is not None else ()
+
+
+def weigh(lexemes: Sequence[str], stats: TextStatistics | None, common_rows: int | None = None) -> TextQuery:
+    """The query of ``lexemes`` against ``stats``: each lexeme some chunk holds, with its IDF, less those
+    in over ``common_rows`` (by default ``COMMON_LEXEME_ROWS``) chunks."""
+    if not lexemes or stats is None or stats.chunks <= 0:
+        return TextQuery(tuple(lexemes))
+    limit = COMMON_LEXEME_ROWS if common_rows is None else common_rows
+    held = [(lx, stats.holding[lx]) for lx in lexemes if stats.holding.get(lx, 0) > 0]
+    weights = tuple((lx, idf(stats.chunks, n)) for lx, n in held if n <= limit)
+    dropped = tuple(lx for lx, n in held if n > limit)
+    return TextQuery(tuple(lexemes), weights, stats.avg_len, dropped)
 
 
 def text_query(conn: Connection, collection: str, language: str, text: str,
-               common_share: float | None = None) -> TextQuery:
-    """The OR of ``text``'s lexemes in ``language``, less those in over ``common_share`` (by default
-    ``COMMON_LEXEME_SHARE``) of the chunks or in over ``COMMON_LEXEME_ROWS`` of them."""
-    common_share = COMMON_LEXEME_SHARE if common_share is None else common_share
-    if not text.strip():
+               common_rows: int | None = None) -> TextQuery:
+    """The lexical query of ``text`` against the collection's statistics (two short round trips)."""
+    lexemes = query_lexemes(conn, language, text)
+    if not lexemes:
         return NO_TEXT
-    row = conn.execute(
-        """SELECT tsvector_to_array(to_tsvector(%(cfg)s::regconfig, %(text)s)) AS lexemes,
-                  s.most_common_elems::text::text[] AS common, s.most_common_elem_freqs AS shares,
-                  (SELECT reltuples FROM pg_class WHERE oid = to_regclass(%(t)s)) AS chunks
-             FROM (SELECT 1) AS one
-             LEFT JOIN pg_stats s ON s.schemaname = ANY(current_schemas(false)) AND s.tablename = %(t)s
-                                 AND s.attname = 'content_tsv'""",
-        {"cfg": language, "text": text, "t": table_name(collection)},
-    ).fetchone()
-    if row is None or not row["lexemes"]:
-        return NO_TEXT
-    # most_common_elem_freqs ends with three summary numbers past one share per element; zip drops them.
-    share = dict(zip(row["common"] or [], row["shares"] or [], strict=False))
-    lexemes = tuple(row["lexemes"])
-    chunks = float(row["chunks"] or 0)  # ANALYZE's estimate; -1 or 0 before the first one
-    if chunks > 0:
-        common_share = min(common_share, COMMON_LEXEME_ROWS / chunks)
-    kept = tuple(lx for lx in lexemes if share.get(lx, 0.0) <= common_share)
-    dropped = tuple(lx for lx in lexemes if lx not in kept)
-    if not kept:
-        return TextQuery(None, lexemes, dropped)
-    return TextQuery(" | ".join(_quoted(lx) for lx in kept), lexemes, dropped)
+    return weigh(lexemes, text_statistics(conn, table_name(collection), lexemes), common_rows)
 
 
 def _quoted(lexeme: str) -> str:

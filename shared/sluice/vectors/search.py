@@ -1,7 +1,7 @@
 """Candidate retrieval over one collection table (R-SRCH-1..3, R-SRCH-7).
 
-The pool is the union of the vector top ``limit`` by cosine and the full-text top
-``limit`` by Postgres' rank in the collection's language (``sluice.vectors.fulltext``),
+The pool is the union of the vector top ``limit`` by cosine and the lexical top
+``limit`` by BM25 in the collection's language (``sluice.vectors.fulltext``),
 both among the rows in scope; every candidate carries both scores (a text-only
 candidate's cosine is computed for it) and which side found it. How candidates are
 then weighed, gated and deduplicated is the search's policy
@@ -62,7 +62,7 @@ from psycopg.rows import dict_row
 
 from sluice.db.connection import Connection
 from sluice.db.migrations import version_tuple
-from sluice.vectors.fulltext import DEFAULT_LANGUAGE, TEXT_RANK, TextRank, language_of_expression, text_query
+from sluice.vectors.fulltext import DEFAULT_LANGUAGE, NO_TEXT, TextQuery, language_of_expression, text_query
 from sluice.vectors.names import index_name, table_ident, table_name
 from sluice.vectors.store import IndexKind, as_vector, table_exists
 
@@ -169,12 +169,21 @@ class Candidate:
     source_path: str | None
     metadata: dict[str, Any]
     vec_score: float
-    text_score: float = 0.0
+    text_score: float = 0.0  # BM25 (0: no lexeme of the query)
     # Set by the search service when the deployment has a reranker (sluice.search.ranking).
     reranker_score: float | None = None
     document_date: date | None = None
     # Which side of the pool found it: "vector", "text", or both (the diagnostic view shows it).
     found_by: tuple[str, ...] = ("vector",)
+    # Holds every lexeme of the query (stop words aside) and was found by the lexical side (R-SRCH-1).
+    strong_match: bool = False
+    # Set by sluice.search.ranking: both scores normalised within the collection's pool, their
+    # convex combination, and the cosine floor of the collection's model or the request's (None: the
+    # spec's default).
+    vec_norm: float = 0.0
+    text_norm: float = 0.0
+    hybrid_score: float = 0.0
+    vec_gate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -364,7 +373,7 @@ _HALFVEC_ORDER = "embedding::halfvec({d}) <=> %(vec)s::halfvec({d})"
 
 # `nearest` takes the first `fetch` rows the index yields (only ids: an iterative walk may yield
 # thousands); `vector_side` orders them by the full-precision distance, which both a relaxed-order
-# scan and a halfvec index need, and keeps `limit`. `text_side` is the full-text top `limit` of the
+# scan and a halfvec index need, and keeps `limit`. `text_side` is the lexical (BM25) top `limit` of the
 # same scope (the GIN index, then the rank). Only the pool's rows are read whole, and each is scored
 # both ways: a text-only candidate's cosine is one more distance.
 _CANDIDATES = """
@@ -382,14 +391,14 @@ WITH nearest AS MATERIALIZED (
      GROUP BY id
 )
 SELECT {columns}, 1 - (c.embedding <=> %(vec)s) AS vec_score, {text_score} AS text_score,
-       pool.by_vector, pool.by_text
+       pool.by_vector, pool.by_text, {strong} AS strong
   FROM pool JOIN {t} AS c USING (id)
  ORDER BY vec_score DESC, id
 """
 _TEXT_SIDE = """, text_side AS MATERIALIZED (
     SELECT id FROM {t}
      WHERE {where} AND content_tsv @@ %(tsq)s::tsquery
-     ORDER BY {rank} DESC, id
+     ORDER BY {score} DESC, id
      LIMIT %(limit)s
 )"""
 _VECTOR_ONLY = "SELECT id, 'vector' AS side FROM vector_side"
@@ -397,9 +406,9 @@ _BOTH = _VECTOR_ONLY + " UNION ALL SELECT id, 'text' FROM text_side"
 
 
 def candidate_query(collection: str, where: sql.Composable, strategy: Strategy, index: IndexKind = "vector",
-                    dim: int = 0, *, text: bool = True, rank: TextRank = TEXT_RANK) -> sql.Composed:
+                    dim: int = 0, *, lexical: TextQuery = NO_TEXT) -> sql.Composed:
     """The candidate query of ``strategy`` against a table whose HNSW index is of ``index`` over ``dim``;
-    ``text``: with the full-text side (parameter ``tsq``), else the vector side alone."""
+    with the lexical side of ``lexical`` (parameters ``tsq`` and ``every``) when it has one."""
     if strategy == "exact":
         order: sql.Composable = _EXACT_ORDER
     elif index == "halfvec":
@@ -407,16 +416,17 @@ def candidate_query(collection: str, where: sql.Composable, strategy: Strategy, 
     else:
         order = _VECTOR_ORDER
     t = table_ident(collection)
-    query = sql.SQL("%(tsq)s::tsquery")
+    text = lexical.tsquery is not None
     if text:
         text_side: sql.Composable = sql.SQL(_TEXT_SIDE).format(
-            t=t, where=where, rank=rank.expression(sql.Identifier("content_tsv"), query))
-        text_score: sql.Composable = rank.expression(sql.SQL("c.content_tsv"), query)
+            t=t, where=where, score=lexical.score(sql.Identifier("content_tsv")))
+        text_score: sql.Composable = lexical.score(sql.SQL("c.content_tsv"))
+        strong: sql.Composable = sql.SQL("(pool.by_text AND c.content_tsv @@ %(every)s::tsquery)")
     else:
-        text_side, text_score = sql.SQL(""), sql.SQL("0.0")
+        text_side, text_score, strong = sql.SQL(""), sql.SQL("0.0"), sql.SQL("false")
     return sql.SQL(_CANDIDATES).format(columns=sql.SQL(_COLUMNS), t=t, where=where, order=order,
                                        text_side=text_side, sides=sql.SQL(_BOTH if text else _VECTOR_ONLY),
-                                       text_score=text_score)
+                                       text_score=text_score, strong=strong)
 
 
 def _apply_plan(conn: Connection, plan: Plan, iterative_server: bool) -> None:
@@ -446,15 +456,15 @@ def find_candidates(
     filters: ChunkFilter = NO_FILTER,
     strategy: Strategy | None = None,
     iterative: bool | None = None,
-    rank: TextRank = TEXT_RANK,
+    common_rows: int | None = None,
 ) -> tuple[list[Candidate], Plan]:
     """The pool for one collection: the ``limit`` rows in scope nearest ``vector`` and the ``limit``
-    rows in scope that rank highest for ``text``, each with both scores (R-SRCH-1).
+    rows in scope with the highest BM25 for ``text``, each with both scores (R-SRCH-1).
 
     ``strategy`` forces the vector side's plan; ``iterative=False`` plans as for a pgvector without
-    iterative scans (< 0.8) whatever the server has; ``rank`` is how the text side ranks. The
-    benchmarks and tests use them; by default the plan is chosen from the size of the scope and the
-    database's pgvector, and the rank is the measured ``TEXT_RANK``.
+    iterative scans (< 0.8) whatever the server has; ``common_rows`` replaces ``COMMON_LEXEME_ROWS``.
+    The benchmarks and tests use them; by default the plan is chosen from the size of the scope and
+    the database's pgvector.
     """
     facts = table_facts(conn, collection) if scope else TableFacts(False, 0.0, False)
     if not facts.present:
@@ -478,18 +488,17 @@ def find_candidates(
         # Forced: the longest single walk; the iterative scan asked for no more than the rows wanted.
         plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH, fetch=limit,
                     max_scan_tuples=MAX_SCAN_TUPLES if strategy == "hnsw_iterative" else 0)
-    tsq = text_query(conn, collection, facts.language, text).tsquery
-    params = {**params, "vec": as_vector(vector), "tsq": tsq, "limit": limit,
-              "fetch": max(limit, plan.fetch)}
+    lexical = text_query(conn, collection, facts.language, text, common_rows)
+    params = {**params, "vec": as_vector(vector), "tsq": lexical.tsquery, "every": lexical.every_lexeme,
+              "limit": limit, "fetch": max(limit, plan.fetch)}
     _apply_plan(conn, plan, facts.iterative_scan)
     cur = conn.cursor(row_factory=dict_row)
-    query = candidate_query(collection, where, plan.strategy, facts.index, facts.dim, text=tsq is not None,
-                            rank=rank)
+    query = candidate_query(collection, where, plan.strategy, facts.index, facts.dim, lexical=lexical)
     rows = cur.execute(query, params).fetchall()
     if sum(r["by_vector"] for r in rows) < limit and plan.strategy != "exact" and strategy is None:
         # The graph came back short: either the scope holds fewer rows, or it missed some. Exact settles it.
         plan = Plan("exact", None, plan.selectivity)
-        query = candidate_query(collection, where, "exact", text=tsq is not None, rank=rank)
+        query = candidate_query(collection, where, "exact", lexical=lexical)
         rows = cur.execute(query, {**params, "fetch": limit}).fetchall()
     return [_candidate(collection, r) for r in rows], plan
 
@@ -514,6 +523,7 @@ def _candidate(collection: str, r: dict[str, Any]) -> Candidate:
         text_score=float(r["text_score"]),
         document_date=r["document_date"],
         found_by=tuple(side for side, hit in (("vector", r["by_vector"]), ("text", r["by_text"])) if hit),
+        strong_match=bool(r["strong"]),
     )
 
 

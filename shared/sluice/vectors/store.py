@@ -149,6 +149,8 @@ def ensure_table(conn: Connection, collection: str, dim: int, index: IndexKind |
         conn.execute(
             sql.SQL("CREATE INDEX IF NOT EXISTS {i} ON {t} " + how).format(i=index_ident(collection, suffix), t=t)
         )
+    # BM25's statistics (R-SRCH-1), kept by the table's own triggers in every writing transaction.
+    conn.execute("SELECT sluice_text_stats_attach(%s::regclass)", (table_name(collection),))
 
 
 def as_vector(values: Sequence[float]) -> Vector:
@@ -265,6 +267,9 @@ def count_chunks(conn: Connection, collection: str, document_id: uuid.UUID | Non
 
 
 def drop_table(conn: Connection, collection: str) -> None:
+    """Drop the table and the text statistics its triggers kept (keyed by the table's oid)."""
+    conn.execute("DELETE FROM collection_lexemes WHERE relid = to_regclass(%s)", (table_name(collection),))
+    conn.execute("DELETE FROM collection_text_stats WHERE relid = to_regclass(%s)", (table_name(collection),))
     conn.execute(sql.SQL("DROP TABLE IF EXISTS {t}").format(t=table_ident(collection)))
 
 

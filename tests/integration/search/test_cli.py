@@ -37,4 +37,14 @@ def test_direct_search_prints_a_table_and_respects_scope(conn, monkeypatch, caps
     assert "Collection not found" in capsys.readouterr().err
 
     assert cli.main(["search", "router", "-c", "manuals", "--diagnostic", "--unit", "support"]) == 0
-    assert "passed" in capsys.readouterr().out.splitlines()[0]
+    head, _, row, *_ = capsys.readouterr().out.splitlines()
+    assert head.split()[5:10] == ["vec_n", "text_n", "by", "gate", "passed"]
+    assert row.split()[7:10] == ["vector+text", "vec_gate", "True"]
+
+    # alpha and min_vec_score go to the service, which checks them
+    assert cli.main(["search", "printer", "-c", "manuals", "--min-vec-score", "0.5", "--alpha", "0"]) == 0
+    assert "1 result(s)" in capsys.readouterr().out
+    assert cli.main(["search", "printer", "-c", "manuals", "--alpha", "1.5"]) == 1
+    assert '"alpha"' in capsys.readouterr().err
+    assert cli.main(["search", "printer", "-c", "manuals", "--min-vec-score", "2"]) == 1
+    assert '"min_vec_score"' in capsys.readouterr().err

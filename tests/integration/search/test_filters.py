@@ -230,5 +230,8 @@ def test_empty_lists_and_unknown_fields_are_422_naming_the_field(body):
 def test_the_diagnostic_shows_every_candidate_with_its_verdict(conn, tenants):
     req = DiagnosticRequest(query="policy", collections=[COLLECTION], filters=SearchFilters(document_type=["pdf"]))
     outcome = diagnostic(conn, viewer("acme"), req, embedder_returning(QUERY))
-    assert len(outcome.results) == 20 and all(c.document_type == "pdf" for c in outcome.results)
+    # R-SRCH-4: the vector top 20 and the lexical top 20 ("policy" is in every chunk), both filtered
+    assert sum("vector" in c.found_by for c in outcome.results) == 20
+    assert sum("text" in c.found_by for c in outcome.results) == 20
+    assert all(c.document_type == "pdf" for c in outcome.results)
     assert all(c.kb_id == tenants[0].id for c in outcome.results)
