@@ -16,7 +16,7 @@ the chunk, ``len`` the chunk's lexeme count (``length(content_tsv)``: distinct l
 Postgres keeps in the tsvector's header) and ``avg_len`` the collection's average of it. The IDF is
 Robertson-Sparck Jones' with Lucene's ``1 +`` inside the logarithm, so a lexeme in every chunk
 weighs a little, never less than nothing. ``N``, ``n`` and the lengths come from the statistics the
-collection table's triggers keep exact in the writing transaction (migration 0012); ``tf`` is
+collection table's triggers keep exact in the writing transaction (migration 0014); ``tf`` is
 ``ts_rank_cd`` with every weight 1 and a one-lexeme query, which is exactly the count of the
 lexeme's positions (at most 255, Postgres' own cap).
 

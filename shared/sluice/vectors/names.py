@@ -23,7 +23,7 @@ SCHEMA_TABLES = frozenset({
     "document_recipients",
     # teardowns' document lists (0007)
     "teardown_documents",
-    # BM25's per-collection statistics (0012)
+    # BM25's per-collection statistics (0014)
     "collection_text_stats", "collection_lexemes",
     # Chat (0008): files, conversations, messages, attachments and the attachments' chunks.
     "chat_files", "conversations", "chat_messages", "chat_attachments", "chat_attachment_chunks",

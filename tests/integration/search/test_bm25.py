@@ -89,7 +89,7 @@ def test_the_migration_counts_a_table_that_existed_before_it(conn):
     store.ensure_table(conn, "older", 8)
     kb = make_base(conn, "older")
     store.insert_chunks(conn, "older", [row(kb, "kettle lamp", uuid.uuid4()), row(kb, "lamp", uuid.uuid4())])
-    # as a table created before migration 0012: no statistics, no triggers
+    # as a table created before migration 0014: no statistics, no triggers
     conn.execute("DROP TRIGGER text_stats_insert ON rag_older; DROP TRIGGER text_stats_delete ON rag_older;"
                  "DELETE FROM collection_lexemes; DELETE FROM collection_text_stats")
     conn.execute("SELECT sluice_text_stats_attach('rag_older'::regclass)")  # what the migration runs per table

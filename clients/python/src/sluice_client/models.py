@@ -232,9 +232,9 @@ class DeletedOut(SluiceModel):
 class DiagnosticCandidateOut(SluiceModel):
     content: str
     score: float = Field(description="What results are ordered by: the reranker's score, else hybrid_score.")
-    vec_score: float
-    text_score: float
-    hybrid_score: float
+    vec_score: float = Field(description='Cosine similarity of the chunk to the query.')
+    text_score: float = Field(description="BM25 of the chunk for the query's lexemes (0: none of them).")
+    hybrid_score: float = Field(description='alpha * vec_norm + (1 - alpha) * text_norm, both scaled min-max within the pool.')
     reranker_score: float | None
     collection: str
     document_id: str
@@ -246,13 +246,20 @@ class DiagnosticCandidateOut(SluiceModel):
     organizational_unit: str | None
     source: str | None
     metadata: ResultMetadataOut
+    vec_norm: float = Field(description="vec_score scaled min-max within the collection's pool.")
+    text_norm: float = Field(description="text_score scaled min-max within the collection's pool.")
+    strong_lexical_match: bool = Field(description='Found by the lexical side and holding every lexeme of the query (stop words aside).')
+    vec_gate: float = Field(description="The cosine gate applied to this candidate's collection.")
     passed: bool = Field(description='Whether the candidate passes the gates a search applies.')
+    gate: Literal['vec_gate', 'strong_lexical', 'reranker_gate'] = Field(description='The gate that let it through (vec_gate, strong_lexical) or stopped it (vec_gate, reranker_gate).')
     found_by: list[Literal['vector', 'text']] = Field(description='Which side of the pool found it: the vector top, the full-text top, or both (R-SRCH-1).')
 
 
 class DiagnosticOut(SluiceModel):
     query: str
-    vec_gate: float
+    alpha: float
+    vec_gate: float | None = Field(description='The cosine gate, when every collection searched has the same one.')
+    vec_gates: dict[str, float] = Field(description='The cosine gate of each collection searched.')
     reranker_gate: float
     candidates: list[DiagnosticCandidateOut]
     count: int
@@ -263,6 +270,8 @@ class DiagnosticRequest(SluiceModel):
 
     query: str
     collections: list[str]
+    alpha: float | None = Field(default=None)
+    min_vec_score: float | None = Field(default=None)
     filters: SearchFilters | None = Field(default=None)
     filter: str | None = Field(default=None)
 
@@ -616,6 +625,8 @@ class SearchRequest(SluiceModel):
     collections: list[str]
     top_k: int = Field(default=4)
     candidates: int = Field(default=8)
+    alpha: float | None = Field(default=None)
+    min_vec_score: float | None = Field(default=None)
     filters: SearchFilters | None = Field(default=None)
     filter: str | None = Field(default=None)
 
@@ -623,9 +634,9 @@ class SearchRequest(SluiceModel):
 class SearchResultOut(SluiceModel):
     content: str
     score: float = Field(description="What results are ordered by: the reranker's score, else hybrid_score.")
-    vec_score: float
-    text_score: float
-    hybrid_score: float
+    vec_score: float = Field(description='Cosine similarity of the chunk to the query.')
+    text_score: float = Field(description="BM25 of the chunk for the query's lexemes (0: none of them).")
+    hybrid_score: float = Field(description='alpha * vec_norm + (1 - alpha) * text_norm, both scaled min-max within the pool.')
     reranker_score: float | None
     collection: str
     document_id: str
@@ -696,6 +707,7 @@ class SyncFilesOut(SluiceModel):
     limit: int
     offset: int
     next_offset: int | None
+    note: str | None = Field(default=None, description="Why there are no files to show: the run's list expired.")
 
 
 class SyncRunOut(SluiceModel):
@@ -715,6 +727,7 @@ class SyncRunOut(SluiceModel):
     created_at: datetime | None
     started_at: datetime | None
     finished_at: datetime | None
+    files_expired_at: datetime | None = Field(default=None, description="When the retention sweep removed this run's file list (its counts stay); null: kept.")
 
 
 class SyncRunsOut(SluiceModel):
