@@ -352,6 +352,7 @@ CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
 @pytest.mark.skipif(not CHECKOV.is_file(), reason="no .venv-checkov: `make checkov` installs it (make lint does)")
 def test_checkov_finds_nothing_and_every_skip_says_why():
     import json
+    import subprocess
 
     result = subprocess.run([str(CHECKOV), "--framework", "cloudformation", "--skip-download", "--output", "json",
                              "-f", str(TEMPLATE)], capture_output=True, text=True, timeout=600)
