@@ -20,14 +20,15 @@ def test_a_search_logs_its_figures_and_no_chunk_text(conn, caplog):
     base = make_base(conn, "vault")
     store.insert_chunks(conn, "vault", [store.ChunkRow(document_id=uuid.uuid4(), kb_id=base.id, org_id="acme",
                                                        chunk_index=0, content=SECRET_TEXT, embedding=Q)])
-    # No word of the query is in the chunk: the score is the vector side's alone, 0.7 x a cosine of 1.
+    # No word of the query is in the chunk: the score is the vector side's alone, alpha (0.5) x its
+    # normalised cosine (1: the only candidate).
     query = "where do we keep our safe code " + "x" * 200
     with caplog.at_level(logging.INFO, logger="sluice.search"):
         outcome = search(conn, viewer(), SearchRequest(query=query, collections=["vault"]), embedder_returning(Q))
     assert len(outcome.results) == 1
     [record] = [r for r in caplog.records if r.name == "sluice.search"]
     assert record.query_prefix == query[:120]
-    assert record.results == 1 and record.top_score == 0.7
+    assert record.results == 1 and record.top_score == 0.5
     assert record.latency_ms >= 0 and record.plans == {"vault": "exact"}
     logged = " ".join(str(v) for v in record.__dict__.values())
     assert "12-34-56" not in logged
