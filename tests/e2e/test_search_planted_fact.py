@@ -152,12 +152,13 @@ def test_the_diagnostic_lists_the_wider_pool_with_verdicts(corpus):
     body = resp.json()
     cands = body["candidates"]
     # the vector top 20, and the full-text top 20 beside it (R-SRCH-1 revised): each says who found it
-    assert sum("vector" in c["found_by"] for c in cands) == 20 and body["vec_gate"] == 0.30
+    # the bundled model's own cosine gate, from the embedding catalog (R-SRCH-1 revised)
+    assert sum("vector" in c["found_by"] for c in cands) == 20 and body["vec_gate"] == 0.15
     assert len(cands) <= 40 and any(c["found_by"] == ["text"] for c in cands)
     assert cands[0]["filename"] == "supply_agreement.pdf"
     for c in cands:
         assert {"vec_score", "text_score", "reranker_score", "passed"} <= set(c)
-        assert c["passed"] == (c["vec_score"] >= 0.30)
+        assert c["passed"] == (c["vec_score"] >= 0.15 or c["strong_lexical_match"])
         assert c["text_score"] > 0 or "vector" in c["found_by"]
     assert any(not c["passed"] for c in cands)  # no threshold: the ones a search would drop are shown too
 

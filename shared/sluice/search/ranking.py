@@ -77,9 +77,14 @@ def passes_gates(c: Candidate) -> bool:
 
 def order(candidates: list[Candidate], alpha: float = ALPHA) -> list[Candidate]:
     """Fused (``fuse``), then by the reranker's score when there is one, else the fused score; ties
-    by vector score."""
+    to a strong lexical match, then by vector score.
+
+    Min-max makes ties at the extremes exact: at alpha 0.5, the pool's best cosine with its worst
+    BM25 scores what the worst cosine with the best BM25 does (0.5 each). Among near-identical
+    chunks (notes that differ by one identifier) the one holding every word of the query is the
+    one asked for."""
     fuse(candidates, alpha)
-    return sorted(candidates, key=lambda c: (score(c), c.vec_score), reverse=True)
+    return sorted(candidates, key=lambda c: (score(c), c.strong_match, c.vec_score), reverse=True)
 
 
 def rank(candidates: list[Candidate], *, top_k: int, alpha: float = ALPHA, gate: bool = True) -> list[Candidate]:

@@ -84,3 +84,14 @@ def test_results_are_deduplicated_on_their_first_120_characters_and_cut_at_top_k
     ranked = rank([cand(same + " one", 0.9), cand(same + " two", 0.8), cand("other", 0.7), cand("third", 0.6)],
                   top_k=2)
     assert [c.content for c in ranked] == [same + " one", "other"]
+
+
+def test_a_tie_at_the_extremes_goes_to_the_strong_lexical_match():
+    # GIVEN near-identical notes: the one asked for holds every lexeme (BM25 best) but has the pool's
+    # lowest cosine, another the best cosine and the lowest BM25: 0.5 x 1 + 0.5 x 0 each at alpha 0.5
+    asked = cand("asked", 0.4365, 6.82, strong=True)
+    other = cand("other", 0.468, 3.14)
+    middle = cand("middle", 0.45, 3.14)
+    ranked = rank([other, middle, asked], top_k=3, alpha=0.5)
+    assert [c.hybrid_score for c in (asked, other)] == [0.5, 0.5]
+    assert [c.content for c in ranked] == ["asked", "other", "middle"]
