@@ -97,6 +97,9 @@ def test_the_deployment_default_embedding_is_what_a_plain_base_gets_and_the_cata
     catalog = api.get("/rag/embedding-models").json()
     assert catalog["default"] == {"provider": "local", "model": "all-MiniLM-L6-v2"}
     assert [m["model"] for m in catalog["models"] if m["is_default"]] == ["all-MiniLM-L6-v2"]
+    # the bundled model's measured cosine gate; a model the catalog measured none for says null (0.30)
+    assert [m["vec_gate"] for m in catalog["models"] if m["is_default"]] == [0.15]
+    assert any(m["vec_gate"] is None for m in catalog["models"])
     limits(DEFAULT_EMBEDDING_PROVIDER="bedrock", DEFAULT_EMBEDDING_MODEL="amazon.titan-embed-text-v2:0")
     assert api.get("/rag/embedding-models").json()["default"] == {
         "provider": "bedrock", "model": "amazon.titan-embed-text-v2:0"}

@@ -56,6 +56,9 @@ class CatalogModelOut(Body):
     max_input_tokens: int
     allowed_dims: list[int]
     description: str
+    vec_gate: float | None = Field(
+        description="The cosine under which a search of this model's collections drops a chunk that is no strong "
+                    "lexical match (R-SRCH-1), as measured for the model; null: the default, 0.30.")
     is_default: bool = Field(description="Whether a base that names no embedding gets this one.")
 
 
@@ -78,7 +81,7 @@ def catalog_view(models: Sequence[CatalogModel], default: DefaultEmbedding) -> E
     return EmbeddingModelsOut(
         models=[CatalogModelOut(provider=m.provider, model=m.model, dim=m.dim, max_input_tokens=m.max_input_tokens,
                                 allowed_dims=list(m.allowed_dims), description=m.description,
-                                is_default=(m.provider, m.model) == (default.provider, default.model))
+                                vec_gate=m.vec_gate, is_default=(m.provider, m.model) == (default.provider, default.model))
                 for m in models],
         default=DefaultModelOut(provider=default.provider, model=default.model),
     )

@@ -71,6 +71,7 @@ class CatalogModelOut(SluiceModel):
     max_input_tokens: int
     allowed_dims: list[int]
     description: str
+    vec_gate: float | None = Field(description="The cosine under which a search of this model's collections drops a chunk that is no strong lexical match (R-SRCH-1), as measured for the model; null: the default, 0.30.")
     is_default: bool = Field(description='Whether a base that names no embedding gets this one.')
 
 
