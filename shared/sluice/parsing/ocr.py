@@ -163,6 +163,16 @@ class TesseractEngine:
         return Recognised(number=page.number, text=text, error=None)
 
 
+def available_languages() -> frozenset[str] | None:
+    """What the deployment's engine reads: Tesseract's installed language data, or None (the engine
+    decides, as Textract does). Checked where a collection's ``ocr_languages`` is validated."""
+    from sluice.config import get_settings
+
+    if get_settings().ocr_provider == "textract":
+        return None
+    return installed_languages(tessdata_dir())
+
+
 def engine_for(provider: str | None = None, **options: Any) -> OcrEngine:
     """The deployment's OCR engine: ``provider``, else the ``ocr_provider`` setting."""
     if provider is None:
@@ -191,3 +201,127 @@ def render_page(page: Any, dpi: int = DEFAULT_DPI) -> PageImage:
     zoom = dpi / 72
     pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csGRAY, alpha=False)
     return PageImage(number=int(page.number) + 1, png=pixmap.tobytes("png"), dpi=dpi)
+
+
+# A page with fewer visible characters than this in its text layer is "nearly empty": a page
+# number, a stamp, a scanner's footer.
+NEARLY_EMPTY_CHARS = 20
+# One image covering this share of the page is a scan of it.
+FULL_PAGE_SHARE = 0.85
+# A full-page image under this much text is a scan with a stamp or a header laid over it; more
+# text than this is a born-digital page with a background, and keeps its text.
+SCAN_OVERLAY_CHARS = 200
+
+OCR_OFF_HINT = "OCR can be turned on for the collection (ingestion_config.parser.ocr: auto) to read it."
+
+
+def full_page_image(page: Any) -> bool:
+    """Whether one image covers (nearly) the whole page, as a scanner's output does."""
+    area = abs(page.rect.width * page.rect.height) or 1.0
+    for info in page.get_image_info():
+        x0, y0, x1, y1 = info["bbox"]
+        if abs((x1 - x0) * (y1 - y0)) / area >= FULL_PAGE_SHARE:
+            return True
+    return False
+
+
+def needs_ocr(page: Any, page_text: str, mode: str, has_ink: bool) -> bool:
+    """``auto``: a page whose text layer is empty or nearly so (and shows something), or is one
+    full-page image under little text; ``force``: every page; ``off``: none."""
+    if mode == "force":
+        return True
+    if mode != "auto":
+        return False
+    visible = len("".join(page_text.split()))
+    if visible < NEARLY_EMPTY_CHARS:
+        return has_ink
+    return visible < SCAN_OVERLAY_CHARS and full_page_image(page)
+
+
+class OcrPass:
+    """One document's OCR: which pages were recognised, which could not be, which the limit left out.
+
+    ``read`` is called per page that needs OCR, in order; the notes say what happened, so a page is
+    never silently empty (R-PARSE-7)."""
+
+    def __init__(self, engine: OcrEngine, languages: str, max_pages: int, dpi: int = DEFAULT_DPI) -> None:
+        self.engine = engine
+        self.languages = languages
+        self.max_pages = max_pages
+        self.dpi = dpi
+        self.recognised = 0
+        self.failed: list[tuple[int, str]] = []
+        self.left_out = 0
+
+    def read(self, images: Sequence[PageImage]) -> list[Recognised | None]:
+        """Recognise ``images``; None for a page past ``max_pages`` (counted, not read)."""
+        room = max(0, self.max_pages - self.recognised - len(self.failed))
+        taken, rest = list(images[:room]), images[room:]
+        self.left_out += len(rest)
+        answers: list[Recognised | None] = []
+        if taken:
+            for answer in self.engine.recognise(taken, self.languages):
+                if answer.text is None:
+                    self.failed.append((answer.number, answer.error or "no reason given"))
+                else:
+                    self.recognised += 1
+                answers.append(answer)
+        return answers + [None] * len(rest)
+
+    def has_room(self) -> bool:
+        return self.recognised + len(self.failed) < self.max_pages
+
+    def skip(self) -> None:
+        self.left_out += 1
+
+    def notes(self) -> list[str]:
+        out: list[str] = []
+        if self.failed:
+            pages = ", ".join(str(number) for number, _ in self.failed[:20])
+            more = f" and {len(self.failed) - 20:,} more" if len(self.failed) > 20 else ""
+            reasons = sorted({reason for _, reason in self.failed})
+            out.append(
+                f"OCR could not read {_pages(len(self.failed))} ({pages}{more}): {'; '.join(reasons)}; "
+                "their text is missing"
+            )
+        if self.left_out:
+            out.append(
+                f"OCR stopped at the {self.max_pages:,}-page limit (ingestion_config.parser.max_pages): "
+                f"{_pages(self.left_out)} that needed it {'was' if self.left_out == 1 else 'were'} not recognised"
+            )
+        return out
+
+
+def _pages(count: int) -> str:
+    return f"{count:,} page" if count == 1 else f"{count:,} pages"
+
+
+class PrecomputedEngine:
+    """Answers the parent already got from an engine that cannot run in the parse child (Textract
+    needs credentials the child never sees): the child reads the same pages, the text comes from here."""
+
+    def __init__(self, name: str, answers: dict[int, Recognised]) -> None:
+        self.name = name
+        self._answers = answers
+
+    def languages(self) -> frozenset[str] | None:
+        return None
+
+    def recognise(self, pages: Sequence[PageImage], languages: str) -> list[Recognised]:
+        missing = Recognised(number=0, text=None, error="the page was not recognised")
+        return [self._answers.get(p.number, Recognised(p.number, missing.text, missing.error)) for p in pages]
+
+
+class RecordingEngine:
+    """The first pass of an out-of-child engine: keeps the page images the reader asks about."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.pages: list[PageImage] = []
+
+    def languages(self) -> frozenset[str] | None:
+        return None
+
+    def recognise(self, pages: Sequence[PageImage], languages: str) -> list[Recognised]:
+        self.pages.extend(pages)
+        return [Recognised(number=p.number, text="", error=None) for p in pages]
