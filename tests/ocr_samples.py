@@ -6,6 +6,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
+from sluice.parsing.ocr import installed_languages, tessdata_dir
+
+needs_tesseract = pytest.mark.skipif(
+    "eng" not in installed_languages(tessdata_dir()),
+    reason="no Tesseract English data (apt-get install tesseract-ocr-eng, or make install as root)",
+)
+
 PANGRAMS = [
     "The quick brown fox jumps over the lazy dog near the riverbank.",
     "Invoice number 4471 was paid in full on the second of March.",

@@ -14,13 +14,16 @@ from parsing_samples import budget
 from sluice.errors import ScannedPdfError
 from sluice.parsing import extract, extract_isolated, sniff
 from sluice.parsing.images import ImageOptions
-from sluice.parsing.ocr import PageImage, Recognised, TesseractEngine, installed_languages, tessdata_dir
+from sluice.parsing.ocr import PageImage, Recognised, TesseractEngine
 from sluice.parsing.options import ParserOptions
-from tests.ocr_samples import born_digital_pdf, page_lines, page_png, scanned_jpeg, scanned_pdf, scanned_tiff
-
-needs_tesseract = pytest.mark.skipif(
-    "eng" not in installed_languages(tessdata_dir()),
-    reason="no Tesseract English data (apt-get install tesseract-ocr-eng, or make install as root)",
+from tests.ocr_samples import (
+    born_digital_pdf,
+    needs_tesseract,
+    page_lines,
+    page_png,
+    scanned_jpeg,
+    scanned_pdf,
+    scanned_tiff,
 )
 
 
