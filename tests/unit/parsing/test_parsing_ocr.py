@@ -193,3 +193,27 @@ def test_a_language_with_no_data_reads_nothing_and_says_so() -> None:
             TesseractEngine(),
         )
     assert "no Tesseract language data for xxx" in caught.value.message
+
+
+def test_the_factory_picks_tesseract_by_default_and_refuses_an_unknown_provider() -> None:
+    from sluice.errors import OcrConfigurationError
+    from sluice.parsing.ocr import engine_for
+
+    assert engine_for("tesseract").name == "tesseract"
+    with pytest.raises(OcrConfigurationError) as caught:
+        engine_for("abbyy")
+    assert caught.value.message == "SLUICE_OCR_PROVIDER must be one of tesseract, textract, not 'abbyy'."
+
+
+def test_textract_without_its_engine_in_the_build_is_a_configuration_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from sluice.errors import OcrConfigurationError
+    from sluice.parsing.ocr import engine_for
+
+    monkeypatch.setitem(sys.modules, "sluice.parsing.textract", None)  # absent, whatever the branch holds
+    with pytest.raises(OcrConfigurationError) as caught:
+        engine_for("textract")
+    assert caught.value.message == (
+        "SLUICE_OCR_PROVIDER is textract, but this build has no Textract engine (sluice.parsing.textract)."
+    )
