@@ -88,6 +88,9 @@ class SupportedFormatsOut(Body):
     extensions: dict[str, str] = Field(description="Every extension Sluice reads, and its family.")
     knowledge_base: list[str] = Field(description="The extensions a knowledge base indexes.")
     chat_only: list[str] = Field(description="The extensions only a chat attachment takes (images).")
+    knowledge_base_with_ocr: list[str] = Field(
+        default_factory=list,
+        description="Images a knowledge base also indexes when its ingestion_config.parser.ocr is on (R-PARSE-7).")
 
 
 # --- knowledge bases and collections ---------------------------------------------------------

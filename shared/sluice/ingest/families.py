@@ -23,6 +23,11 @@ def kb_extensions() -> list[str]:
     return sorted(ext for ext, family in SUPPORTED_EXTENSIONS.items() if family in KB_FAMILIES)
 
 
+def ocr_extensions() -> list[str]:
+    """The image extensions a knowledge base indexes with OCR on, sorted."""
+    return sorted(OCR_IMAGE_EXTENSIONS & set(SUPPORTED_EXTENSIONS))
+
+
 def chat_only_extensions() -> list[str]:
     return sorted(set(SUPPORTED_EXTENSIONS) - set(kb_extensions()))
 
