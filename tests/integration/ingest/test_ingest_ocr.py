@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from psycopg.types.json import Jsonb
 
+from sluice.api.views import document_view
 from sluice.db.connection import transaction
 from sluice.errors import UnsupportedTypeError, ValidationError
 from sluice.search.service import SearchRequest, search
@@ -57,6 +58,8 @@ def test_a_scanned_pdf_with_ocr_auto_is_indexed_and_its_words_are_found(harness)
     doc = h.document(doc_id)
     assert doc.status == "done", doc.error_message
     assert (doc.parser, doc.ocr_pages) == ("pymupdf", 2)
+    detail = document_view(doc)  # what GET /rag/documents/{id} answers
+    assert (detail.parser, detail.ocr_pages, detail.notes) == ("pymupdf", 2, [])
     assert h.chunk_count(doc_id) > 0
     hits = found(h, "quarterly revenue northern region")
     assert hits and "Quarterly revenue grew by twelve percent" in hits[0]
