@@ -35,7 +35,7 @@ $(MODEL): $(VENV)/.installed shared/sluice/embedding/export.py
 # install it into the venv's embedded PostgreSQL in place (~7 s). The build runs in a temporary copy,
 # leaving the source tree untouched; it is skipped when the installed version already matches. Without
 # the source or a C compiler, 0.6.2 stays and one line says so.
-install: $(VENV)/.installed $(MODEL) libreoffice
+install: $(VENV)/.installed $(MODEL) libreoffice tesseract
 	@pg_config=$$($(BIN)/python -W ignore -c 'import os, pgserver; print(os.path.join(os.path.dirname(pgserver.__file__), "pginstall", "bin", "pg_config"))'); \
 	version_of() { sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$$1" 2>/dev/null; }; \
 	have=$$(version_of "$$($$pg_config --sharedir)/extension/vector.control"); \
@@ -84,6 +84,33 @@ libreoffice:
 			echo "LibreOffice: installed $$pkg (reads legacy .doc)"; \
 		else \
 			echo "LibreOffice: not installed: apt-get install $$pkg failed, see $$log"; \
+		fi; \
+	fi
+
+# OCR (R-PARSE-7) runs Tesseract through PyMuPDF, whose wheel carries the engine: what a machine adds is
+# the language data. On a Debian-like machine, as root, install the distribution's tesseract-ocr (the
+# command the benchmark compares with) and its English data; TESSERACT=no skips it. Other languages:
+# tesseract-ocr-<code> (README: Parsers and OCR). Anywhere else one line says why not.
+TESSERACT ?= yes
+.PHONY: tesseract
+tesseract:
+	@found=$$(command -v tesseract || true); \
+	if [ -n "$$found" ] && ls /usr/share/tesseract-ocr/*/tessdata/eng.traineddata >/dev/null 2>&1; then \
+		echo "Tesseract: $$found with English data (OCR reads scanned pages and images)"; \
+	elif [ "$(TESSERACT)" = no ]; then \
+		echo "Tesseract: not installed (TESSERACT=no): OCR is unavailable, GET /rag/parsers says so (README: Parsers and OCR)"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "Tesseract: not installed: no apt-get on this machine (README: Parsers and OCR says how)"; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "Tesseract: not installed: apt-get needs root (README: Parsers and OCR says how)"; \
+	else \
+		mkdir -p $(VENV); log="$(VENV)/tesseract-install.log"; : >"$$log"; \
+		install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			tesseract-ocr tesseract-ocr-eng >>"$$log" 2>&1; }; \
+		if install || { apt-get update -qq >>"$$log" 2>&1 && install; }; then \
+			echo "Tesseract: installed tesseract-ocr and tesseract-ocr-eng (OCR reads scanned pages and images)"; \
+		else \
+			echo "Tesseract: not installed: apt-get install tesseract-ocr tesseract-ocr-eng failed, see $$log"; \
 		fi; \
 	fi
 

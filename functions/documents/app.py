@@ -27,7 +27,7 @@ from sluice.api.views_pools import PoolDocumentsOut, RecipientRemovedOut, pool_v
 from sluice.config import DATABASE, get_settings
 from sluice.db.connection import transaction
 from sluice.ingest import documents
-from sluice.ingest.families import chat_only_extensions, kb_extensions
+from sluice.ingest.families import chat_only_extensions, kb_extensions, ocr_extensions
 from sluice.observability import http_handler
 from sluice.parsing import SUPPORTED_EXTENSIONS
 from sluice.wiring import job_queue, object_store
@@ -39,7 +39,8 @@ app = build_resolver()
 def supported_formats() -> SupportedFormatsOut:
     principal(app)
     return SupportedFormatsOut(extensions=dict(sorted(SUPPORTED_EXTENSIONS.items())),
-                               knowledge_base=kb_extensions(), chat_only=chat_only_extensions())
+                               knowledge_base=kb_extensions(), chat_only=chat_only_extensions(),
+                               knowledge_base_with_ocr=ocr_extensions())
 
 
 @app.get("/kb/<kb_id>/documents", summary="A base's documents, newest first")

@@ -28,8 +28,9 @@ from sluice.api.views import (
     kb_view,
     writable_kb_view,
 )
+from sluice.api.views_parsers import ParsersOut, parsers_view
 from sluice.api.views_vision import VisionModelsOut, vision_models_view
-from sluice.config import DATABASE
+from sluice.config import DATABASE, get_settings
 from sluice.db.connection import transaction
 from sluice.embedding import load_catalog
 from sluice.ingest import documents
@@ -61,6 +62,12 @@ def embedding_models() -> EmbeddingModelsOut:
 def vision_models() -> VisionModelsOut:
     principal(app)
     return vision_models_view(load_chat_catalog())
+
+
+@app.get("/rag/parsers", summary="The parsers and OCR this deployment can run (R-PARSE-7)")
+def parsers() -> ParsersOut:
+    principal(app)
+    return parsers_view(get_settings().ocr_provider)
 
 
 @app.get("/rag/text-search-languages", summary="The text search languages a base may choose (R-SRCH-7)")

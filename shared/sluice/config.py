@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     parse_timeout_seconds: int = Field(120, alias="PARSE_TIMEOUT_SECONDS")
     parse_memory_mb: int = Field(1536, alias="PARSE_MEMORY_MB")
 
+    # OCR (R-PARSE-7): which engine reads page images for the whole deployment (sluice.parsing.ocr).
+    ocr_provider: Literal["tesseract", "textract"] = Field("tesseract", alias="SLUICE_OCR_PROVIDER")
+
     # Embedding
     embed_batch_size: int = Field(64, alias="EMBED_BATCH_SIZE")
     # What a base embeds with when its creator names nothing: the operator's choice (stack parameters

@@ -136,6 +136,12 @@ class ParseTimeoutError(ParseError):
     code = "PARSE_TIMEOUT"
 
 
+class OcrConfigurationError(ParseError):
+    """OCR was asked for but this deployment cannot run it (no engine, no language data)."""
+
+    code = "OCR_UNAVAILABLE"
+
+
 class ScannedPdfError(DocumentRefused):
     code = "SCANNED_PDF"
 

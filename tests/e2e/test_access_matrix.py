@@ -137,6 +137,8 @@ UNTARGETED = {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/rag/embedd
 UNTARGETED |= {("POST", "/pools/documents"), ("POST", "/pools/uploads"), ("GET", "/pools/documents")}
 # R-PARSE-6: the vision-model catalog names no base; tests/e2e/test_image_description.py reads it.
 UNTARGETED |= {("GET", "/rag/vision-models")}
+# R-PARSE-7: what the deployment parses with names no base; tests/e2e/test_parsers_http.py reads it.
+UNTARGETED |= {("GET", "/rag/parsers")}
 # A receipt names a teardown, not a base: who reads it is tested in tests/e2e/test_teardown_http.py.
 # (DELETE /kb/{kb_id} and DELETE /rag/collections/{name} are checked below as every other route is:
 # the absent answer for whoever does not reach the base; their 202s are tested there too, on bases

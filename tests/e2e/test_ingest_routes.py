@@ -129,6 +129,7 @@ def test_supported_formats(runtime, client_for):
     body = client_for("gina").get("/rag/supported-formats").json()
     assert body["extensions"] == dict(sorted(SUPPORTED_EXTENSIONS.items()))
     assert ".pdf" in body["knowledge_base"] and ".png" in body["chat_only"]
+    assert body["knowledge_base_with_ocr"] == [".jpeg", ".jpg", ".png", ".tif", ".tiff"]
 
 
 def test_inbox_drop_overwrite_three_times_and_delete(runtime, client_for):

@@ -12,7 +12,7 @@ TAGS: dict[str, str] = {
     "teardowns": "Deleting a base or a collection, and following it.",
     "chat": "Chat files, conversations, attachments and the context a model reads.",
     "pools": "Documents shared into several users' private pools.",
-    "catalog": "What the deployment offers: health, models, formats, languages.",
+    "catalog": "What the deployment offers: health, models, formats, languages, parsers.",
 }
 
 # (method, path) -> (tag, operation id)
@@ -20,6 +20,7 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str]] = {
     ("get", "/health"): ("catalog", "health"),
     ("get", "/rag/embedding-models"): ("catalog", "embedding_models"),
     ("get", "/rag/vision-models"): ("catalog", "vision_models"),
+    ("get", "/rag/parsers"): ("catalog", "parsers"),
     ("get", "/rag/supported-formats"): ("catalog", "supported_formats"),
     ("get", "/rag/text-search-languages"): ("catalog", "text_search_languages"),
     ("get", "/kb"): ("knowledge bases", "list_knowledge_bases"),

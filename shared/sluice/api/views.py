@@ -91,6 +91,9 @@ class SupportedFormatsOut(Body):
     extensions: dict[str, str] = Field(description="Every extension Sluice reads, and its family.")
     knowledge_base: list[str] = Field(description="The extensions a knowledge base indexes.")
     chat_only: list[str] = Field(description="The extensions only a chat attachment takes (images).")
+    knowledge_base_with_ocr: list[str] = Field(
+        default_factory=list,
+        description="Images a knowledge base also indexes when its ingestion_config.parser.ocr is on (R-PARSE-7).")
 
 
 # --- knowledge bases and collections ---------------------------------------------------------
@@ -233,6 +236,10 @@ class DocumentOut(Body):
         default_factory=list,
         description="What the parse stage said besides the text: a file read as another kind than its name says "
                     "(R-UP-6), a page or cell limit that stopped the reader (R-PARSE-1), a page it could not read.")
+    parser: str | None = Field(
+        None, description="The parser that read the document (R-PARSE-7): pymupdf or layout; null before parsing.")
+    ocr_pages: int | None = Field(
+        None, description="Pages OCR recognised (R-PARSE-7); null when OCR was off for this document.")
 
 
 def document_view(d: Document) -> DocumentOut:
@@ -249,7 +256,7 @@ def document_view(d: Document) -> DocumentOut:
         document_type=d.document_type, document_date=d.document_date, uploaded_by=d.uploaded_by,
         created_at=d.created_at, completed_at=d.completed_at,
         image_description=image_description_view(d.images_described, d.images_undescribed, d.image_note),
-        notes=d.parse_notes or [],
+        notes=d.parse_notes or [], parser=d.parser, ocr_pages=d.ocr_pages,
     )
 
 

@@ -15,6 +15,7 @@ from sluice.chunking.config import (
     IngestionOverride,
     max_chunk_chars,
     merge_override,
+    parser_options,
     resolve_plan,
     validate_collection_config,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "PageSpan",
     "max_chunk_chars",
     "merge_override",
+    "parser_options",
     "resolve_plan",
     "split_text",
     "validate_collection_config",

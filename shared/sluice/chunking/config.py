@@ -19,7 +19,9 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from sluice.chunking.parser import CHECK_INSTALLED, PARSER_LABELS, PARSER_SETTINGS, ParserOverride, ParserSettings
 from sluice.errors import UnprocessableError, ValidationError
+from sluice.parsing.options import ParserOptions
 
 Strategy = Literal["recursive", "markdown", "fixed"]
 STRATEGIES: tuple[str, ...] = ("recursive", "markdown", "fixed")
@@ -61,6 +63,8 @@ _LABELS = {
     "chunk_overlap": "Chunk overlap",
 }
 _PREFIX = "ingestion_config"
+# A config as sent (not read back from storage): its OCR languages are checked against the machine.
+_SENT = {CHECK_INSTALLED: True}
 _RULE = "sluice_rule"
 _PAIR_RULE = "sluice_pair_rule"
 
@@ -145,6 +149,8 @@ class IngestionConfig(_ChunkingSettings):
     # R-PARSE-6: the collection's image-description choice, opaque here; sluice.access.vision checks it
     # (it needs the caller and the key vault) and the parse and describe steps read it.
     image_description: dict[str, Any] | None = None
+    # R-PARSE-7: how documents are read (parser, OCR); None reads them as pymupdf with OCR off.
+    parser: ParserSettings | None = None
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IngestionConfig:
@@ -155,6 +161,8 @@ class IngestionConfig(_ChunkingSettings):
 
 class IngestionOverride(_ChunkingSettings):
     """A per-upload override: only the settings it changes. ``null`` changes nothing."""
+
+    parser: ParserOverride | None = None
 
 
 def _check_pair(size: int, overlap: int, *, derived: bool) -> None:
@@ -180,15 +188,27 @@ def _pair_fields(message: str) -> dict[str, str]:
 
 def _sentence(error: Any) -> str:
     """One human sentence for one Pydantic error, keyed on the error type."""
-    field = error["loc"][0] if error["loc"] else None
-    label = _LABELS.get(str(field), "This setting")
+    loc = error["loc"]
+    in_parser = len(loc) > 1 and loc[0] == "parser"
+    field = loc[-1] if in_parser else (loc[0] if loc else None)
+    label = (PARSER_LABELS if in_parser else _LABELS).get(str(field), "This setting")
     kind = error["type"]
     if kind in (_RULE, _PAIR_RULE):
         return str(error["msg"])
     if kind == "extra_forbidden":
+        if in_parser:
+            return f"Unknown parser setting {field!r}; the parser settings are {', '.join(PARSER_SETTINGS)}."
         return f"Unknown setting {field!r}; the chunking settings are {', '.join(_SETTINGS)}."
     if kind == "literal_error":
+        if in_parser:
+            return f"{label} must be one of {error['ctx']['expected']}."
         return f"{label} must be one of {', '.join(STRATEGIES)}."
+    if kind.startswith("int_") and in_parser:
+        return f"{label} must be a whole number."
+    if kind in ("model_type", "model_attributes_type", "dict_type") and field == "parser":
+        return "The parser settings must be a JSON object."
+    if kind == "string_type":
+        return f"{label} must be a string."
     if kind.startswith("int_"):
         return f"{label} must be a whole number of characters."
     return f"{label} is not valid."
@@ -201,13 +221,18 @@ def _fields_of(exc: pydantic.ValidationError) -> dict[str, str]:
             fields.update(_pair_fields(_sentence(error)))
             continue
         key = _PREFIX
-        if error["loc"]:
-            key = f"{_PREFIX}.{error['loc'][0]}"
+        loc = error["loc"]
+        if loc:
+            # ingestion_config.parser.ocr_languages for a parser setting, ingestion_config.chunk_size otherwise.
+            named = [str(part) for part in loc[:2]] if loc[0] == "parser" and len(loc) > 1 else [str(loc[0])]
+            key = ".".join([_PREFIX, *named])
         fields.setdefault(key, _sentence(error))
     return fields
 
 
 def _refuse(error: type[ValidationError], fields: dict[str, str]) -> ValidationError:
+    if fields and all(key.startswith(f"{_PREFIX}.parser") for key in fields):
+        return error("The parser settings are not valid.", fields=fields)
     return error("The chunking settings are not valid.", fields=fields)
 
 
@@ -253,7 +278,7 @@ def validate_collection_config(raw: Any, *, max_input_tokens: int) -> IngestionC
     if not isinstance(raw, dict):
         raise _refuse(UnprocessableError, {_PREFIX: "The ingestion config must be a JSON object."})
     try:
-        config = IngestionConfig.model_validate(raw)
+        config = IngestionConfig.model_validate(raw, context=_SENT)
     except pydantic.ValidationError as exc:
         raise _refuse(UnprocessableError, _fields_of(exc)) from None
     # The embedder window and a derived size are only known here, not in the model.
@@ -272,8 +297,30 @@ def merge_override(config: IngestionConfig, override: Any, *, max_input_tokens: 
     if not isinstance(override, dict):
         raise _refuse(ValidationError, {_PREFIX: "The ingestion config must be a JSON object."})
     try:
-        changes = IngestionOverride.model_validate(override).model_dump(exclude_none=True)
-        merged = IngestionConfig.model_validate({**config.model_dump(), **changes})
+        merged = _merged(config, override, context=_SENT)
     except pydantic.ValidationError as exc:
         raise _refuse(ValidationError, _fields_of(exc)) from None
     return _resolve(merged, max_input_tokens=max_input_tokens, error=ValidationError)
+
+
+def _merged(config: IngestionConfig, override: dict[str, Any], context: dict[str, Any] | None = None
+            ) -> IngestionConfig:
+    changes = IngestionOverride.model_validate(override, context=context).model_dump(exclude_none=True)
+    stored = config.model_dump()
+    if "parser" in changes:
+        # The parser override changes only the fields it names; the collection's others stand.
+        mine = config.parser.model_dump(exclude_none=True) if config.parser is not None else {}
+        changes["parser"] = {**mine, **changes["parser"]}
+    return IngestionConfig.model_validate({**stored, **changes}, context=context)
+
+
+def parser_options(config: IngestionConfig, override: Any) -> ParserOptions:
+    """How one document is read: the collection's parser settings with the upload's override on top
+    (both were validated when stored; a stored override that no longer validates is a 400 here)."""
+    if not isinstance(override, dict):
+        override = {}
+    try:
+        merged = _merged(config, override)
+    except pydantic.ValidationError as exc:
+        raise _refuse(ValidationError, _fields_of(exc)) from None
+    return (merged.parser or ParserSettings()).options()

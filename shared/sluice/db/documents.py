@@ -54,6 +54,9 @@ class Document:
     image_note: str | None = None
     # What the parse stage said besides the text (R-UP-6's "read as", R-PARSE-1's limits); None: nothing.
     parse_notes: list[str] | None = None
+    # R-PARSE-7: the parser that read the document, and the pages OCR recognised (None: OCR off).
+    parser: str | None = None
+    ocr_pages: int | None = None
 
     def is_current(self, attempt: int | None) -> bool:
         """Whether a stage event for ``attempt`` (any attempt, with None) may still act on this row."""
@@ -174,6 +177,7 @@ _UPDATABLE = {
     "content_hash", "completed_at", "attempt", "storage_path", "last_failure", "source_etag", "source_sequencer",
     "progress_done", "progress_total", "redriven_attempt",
     "images_described", "images_undescribed", "image_note", "parse_notes",
+    "parser", "ocr_pages",
 }
 
 

@@ -7,11 +7,12 @@ import hashlib
 import uuid
 
 from sluice.access.vision import ImageDescriptionChoice
+from sluice.chunking import IngestionConfig, parser_options
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.documents import Document
-from sluice.errors import FileTooLargeError, StoredFileMissingError
+from sluice.errors import FileTooLargeError, ScannedPdfError, StoredFileMissingError
 from sluice.ingest.archive import unpack_archive
 from sluice.ingest.artifacts import write_images, write_parsed
 from sluice.ingest.families import kb_kind
@@ -19,6 +20,8 @@ from sluice.ingest.runner import StageContext, run_stage
 from sluice.llm.catalog import find_chat_model
 from sluice.parsing import extract_isolated, sniff
 from sluice.parsing.images import ImageOptions
+from sluice.parsing.ocr import OCR_OFF_HINT, engine_for
+from sluice.parsing.options import DEFAULT_OPTIONS, ParserOptions
 from sluice.storage import content_key
 
 
@@ -44,7 +47,8 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     data, size = ctx.store.get_limited(doc.storage_path, ctx.settings.max_upload_bytes)
     if size > ctx.settings.max_upload_bytes:
         raise too_large(ctx.settings)
-    kind = kb_kind(sniff(data, doc.filename))
+    parser = _parser_options(ctx, doc)
+    kind = kb_kind(sniff(data, doc.filename), ocr=parser.ocr_on)
     kind_notes = [kind.note] if kind.note else []
     with ctx.uow() as conn:
         if not doc_repo.update(conn, doc.id, expect_attempt=attempt, filetype=kind.mime, filesize=size,
@@ -54,12 +58,22 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
         unpack_archive(ctx, doc, attempt, data, kind)
         return
     images = _image_options(ctx, doc) if kind.kind == "pdf" else None
-    # Off, the call is the one it always was: no image is looked at.
-    parsed = extract_isolated(data, kind, ctx.budget) if images is None else extract_isolated(
-        data, kind, ctx.budget, images)
-    if parsed.notes:
-        with ctx.uow() as conn:
-            doc_repo.update(conn, doc.id, expect_attempt=attempt, parse_notes=kind_notes + parsed.notes)
+    # The engine only when OCR is on: off, nothing about OCR is looked up or loaded.
+    engine = engine_for(ctx.settings.ocr_provider) if parser.ocr_on else None
+    try:
+        if images is None and parser == DEFAULT_OPTIONS:
+            # The defaults (pymupdf, OCR off, no image description): the call it always was.
+            parsed = extract_isolated(data, kind, ctx.budget)
+        else:
+            parsed = extract_isolated(data, kind, ctx.budget, images, parser, engine)
+    except ScannedPdfError as exc:
+        if parser.ocr_on:
+            raise
+        # R-PARSE-7: in a collection the sentence says what would read it.
+        raise ScannedPdfError(f"{exc.message}. {OCR_OFF_HINT}") from None
+    with ctx.uow() as conn:
+        doc_repo.update(conn, doc.id, expect_attempt=attempt, parse_notes=(kind_notes + parsed.notes) or None,
+                        parser=parsed.parser, ocr_pages=parsed.ocr_pages)
     if parsed.images or parsed.images_over_cap or parsed.images_unreadable:
         # The describe step (sluice.ingest.describe) puts the descriptions in and writes the rest.
         write_images(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
@@ -73,6 +87,17 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     # The readable copy outlives the stage artifact, which a lifecycle rule expires.
     ctx.store.put(content_key(doc.id), parsed.text.encode(), content_type="text/plain; charset=utf-8")
     write_parsed(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
+
+
+def _parser_options(ctx: StageContext, doc: Document) -> ParserOptions:
+    """The collection's ``ingestion_config.parser`` with the upload's override (R-PARSE-7)."""
+    if doc.kb_id is None:
+        return DEFAULT_OPTIONS
+    with ctx.uow() as conn:
+        kb = kb_repo.get(conn, doc.kb_id)
+    if kb is None:
+        return DEFAULT_OPTIONS
+    return parser_options(IngestionConfig.model_validate(kb.ingestion_config), doc.ingestion_override)
 
 
 def _image_options(ctx: StageContext, doc: Document) -> ImageOptions | None:

@@ -19,7 +19,7 @@ from sluice.access import resolve_base
 from sluice.access.bases import DefaultEmbedding
 from sluice.access.pools import ParameterReader, admit_shared_upload, admit_upload, check_indexing_open
 from sluice.access.shared import check_recipients, check_sharer, recipients_base
-from sluice.chunking import IngestionConfig, merge_override
+from sluice.chunking import IngestionConfig, merge_override, parser_options
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
@@ -111,8 +111,16 @@ def documents_in(kind: FileKind, data: bytes, settings: Settings) -> int:
     return 1 + sum(1 for m in members if m.kind is not None and m.skipped_reason is None)
 
 
-def _validate_override(kb: KnowledgeBase, config: IngestionConfig, override: dict[str, Any] | None) -> None:
+def _validate_override(kb: KnowledgeBase, config: IngestionConfig, override: dict[str, Any] | None,
+                       file: FileKind | str) -> None:
+    """The override merged with the collection's config, and the file against what that config reads
+    (an image is a document only with OCR on, R-PARSE-7)."""
     merge_override(config, override, max_input_tokens=kb.catalog_model().max_input_tokens)
+    ocr = parser_options(config, override).ocr_on
+    if isinstance(file, str):
+        kb_family_by_name(file, ocr=ocr)
+    else:
+        kb_kind(file, ocr=ocr)
 
 
 def _new_row(conn: Connection, p: Principal, kb: KnowledgeBase, filename: str, key: str,
@@ -145,11 +153,11 @@ def accept_direct_upload(intake: Intake, p: Principal, kb_id: str, filename: str
     with uow() as conn:
         # Access first: reading the bytes (an archive is walked whole) is work done only for a writer.
         resolve_base(conn, p, kb_id, write=True)
-    kind = kb_kind(sniff(data, filename))
+    kind = kb_kind(sniff(data, filename), ocr=None)
     documents = documents_in(kind, data, settings)
     with uow() as conn:
         kb, config = _check_writable(conn, intake, p, kb_id, documents)
-        _validate_override(kb, config, fields.ingestion)
+        _validate_override(kb, config, fields.ingestion, kind)
         key = rag_key(kb.collection_name, filename)
         doc = _new_row(conn, p, kb, filename, key, fields, len(data), kind)
     try:
@@ -167,10 +175,10 @@ def accept_presigned_upload(intake: Intake, p: Principal, kb_id: str, req: Presi
         raise _ceiling_error(settings)
     req = req.model_copy(update={"filename": display_name(req.filename)})
     # Only the name can be checked now; the parse stage sniffs the bytes that arrive.
-    kb_family_by_name(req.filename)
+    kb_family_by_name(req.filename, ocr=None)
     with uow() as conn:
         kb, config = _check_writable(conn, intake, p, kb_id)
-        _validate_override(kb, config, req.ingestion)
+        _validate_override(kb, config, req.ingestion, req.filename)
         key = rag_key(kb.collection_name, req.filename)
         doc = _new_row(conn, p, kb, req.filename, key, req, req.size, None)
     upload = _presigned_post(store, settings, uow, doc.id, req.filename)
@@ -235,11 +243,11 @@ def accept_shared_upload(intake: Intake, p: Principal, recipients: list[str], fi
     if len(data) > settings.max_upload_bytes:
         raise _ceiling_error(settings)
     filename = display_name(filename)
-    kind = kb_kind(sniff(data, filename))
+    kind = kb_kind(sniff(data, filename), ocr=None)
     documents = documents_in(kind, data, settings)
     with uow() as conn:
         kb, config = _check_shareable(conn, intake, p, users, documents)
-        _validate_override(kb, config, fields.ingestion)
+        _validate_override(kb, config, fields.ingestion, kind)
         key = rag_key(kb.collection_name, filename)
         doc = _share_row(conn, p, kb, users, filename, key, fields, len(data), kind)
     try:
@@ -259,10 +267,10 @@ def accept_shared_presigned(intake: Intake, p: Principal, req: SharePresignReque
     if req.size is not None and req.size > settings.max_upload_bytes:
         raise _ceiling_error(settings)
     req = req.model_copy(update={"filename": display_name(req.filename)})
-    kb_family_by_name(req.filename)
+    kb_family_by_name(req.filename, ocr=None)
     with uow() as conn:
         kb, config = _check_shareable(conn, intake, p, users)
-        _validate_override(kb, config, req.ingestion)
+        _validate_override(kb, config, req.ingestion, req.filename)
         key = rag_key(kb.collection_name, req.filename)
         doc = _share_row(conn, p, kb, users, req.filename, key, req, req.size, None)
     upload = _presigned_post(store, settings, uow, doc.id, req.filename)

@@ -39,6 +39,9 @@ class ParsedDocument:
     placements: list[ImagePlacement] | None = None
     images_over_cap: int = 0
     images_unreadable: int = 0
+    # R-PARSE-7: which parser read the document, and how many of its pages OCR recognised (None: OCR off).
+    parser: str | None = None
+    ocr_pages: int | None = None
 
     @property
     def word_count(self) -> int:

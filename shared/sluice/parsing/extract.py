@@ -10,6 +10,8 @@ from sluice.parsing.budget import ParseBudget, TextBudget, memory_sentence
 from sluice.parsing.document import ParsedDocument
 from sluice.parsing.images import ImageOptions
 from sluice.parsing.kinds import SPECS, FileKind
+from sluice.parsing.ocr import OcrEngine, OcrPass
+from sluice.parsing.options import ParserOptions
 
 log = logging.getLogger(__name__)
 
@@ -100,13 +102,32 @@ def _read_archive_listing(kind: str) -> Reader:
     return read
 
 
-def extract(data: bytes, kind: FileKind, budget: ParseBudget, images: ImageOptions | None = None) -> ParsedDocument:
+def _with_parser(kind: FileKind, images: ImageOptions | None, parser: ParserOptions,
+                 engine: OcrEngine | None) -> Reader | None:
+    """The reader a collection's parser settings call for (R-PARSE-7); None: the kind's usual one."""
+    ocr = OcrPass(engine, parser.ocr_languages, parser.max_pages, parser.dpi) if parser.ocr_on and engine else None
+    if kind.kind == "pdf":
+        from sluice.parsing.pdf import read_pdf
+
+        return lambda data, budget: read_pdf(data, budget, images, ocr=ocr, ocr_mode=parser.ocr)
+    if SPECS[kind.kind].family == "image" and ocr is not None:
+        from sluice.parsing.scans import read_scanned_image
+
+        return lambda data, budget: read_scanned_image(data, kind.kind, budget, ocr)
+    return None
+
+
+def extract(data: bytes, kind: FileKind, budget: ParseBudget, images: ImageOptions | None = None,
+            parser: ParserOptions | None = None, engine: OcrEngine | None = None) -> ParsedDocument:
     """Read ``data`` as ``kind`` within ``budget``; refusals are DocumentRefused subclasses.
 
     ``images`` (image description on, R-PARSE-6) has a PDF's images collected too; other kinds
-    ignore it: their pictures are not described (see sluice.parsing.images).
+    ignore it: their pictures are not described (see sluice.parsing.images). ``parser`` (a
+    knowledge base's ``ingestion_config.parser``) with ``engine`` reads scanned pages and images by OCR.
     """
-    reader = _reader(kind.kind) if images is None or kind.kind != "pdf" else _pdf_with_images(images)
+    reader = _with_parser(kind, images, parser, engine) if parser is not None else None
+    if reader is None:
+        reader = _reader(kind.kind) if images is None or kind.kind != "pdf" else _pdf_with_images(images)
 
     label = SPECS[kind.kind].label
     if kind.kind in _OOXML or kind.kind in _ODF:

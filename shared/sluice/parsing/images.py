@@ -17,6 +17,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from sluice.parsing.ocr import FULL_PAGE_SHARE
+
 log = logging.getLogger(__name__)
 
 # A text block starting this far above an image's top still counts as below it (baseline jitter).
@@ -64,14 +66,23 @@ class ImageCollector:
     _by_hash: dict[str, int] = field(default_factory=dict)
     _over_cap_hashes: set[str] = field(default_factory=set)
 
-    def collect_page(self, document: Any, page: Any, page_number: int, page_text: str, page_start: int) -> None:
-        """Record the page's images; ``page_text`` starts at ``page_start`` in the document's text."""
+    def collect_page(self, document: Any, page: Any, page_number: int, page_text: str, page_start: int, *,
+                     skip_full_page: bool = False) -> None:
+        """Record the page's images; ``page_text`` starts at ``page_start`` in the document's text.
+
+        ``skip_full_page``: the page was OCR'd as a scan, so an image covering (nearly) all of it is the
+        page's text, already read, not a figure: it is not described; the page's other images are."""
         seen: set[int] = set()
         found: list[tuple[float, int]] = []
+        area = abs(page.rect.width * page.rect.height) or 1.0
         for info in page.get_image_info(xrefs=True):
             xref = int(info.get("xref") or 0)
             if xref <= 0 or xref in seen:
                 continue  # an inline image has no object to extract once; a repeated one shows once
+            if skip_full_page:
+                x0, y0, x1, y1 = info["bbox"]
+                if abs((x1 - x0) * (y1 - y0)) / area >= FULL_PAGE_SHARE:
+                    continue
             seen.add(xref)
             width, height = int(info.get("width") or 0), int(info.get("height") or 0)
             if width * height < self.options.min_pixels or min(width, height) < self.options.min_side:

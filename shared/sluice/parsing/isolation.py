@@ -36,13 +36,16 @@ from sluice.parsing.budget import ParseBudget, memory_sentence
 from sluice.parsing.document import ArchiveMember, PageText, ParsedDocument
 from sluice.parsing.images import ExtractedImage, ImageOptions, ImagePlacement
 from sluice.parsing.kinds import FileKind
+from sluice.parsing.ocr import OcrEngine, PageImage, Recognised
+from sluice.parsing.options import ParserOptions
 from sluice.parsing.render import RenderedPage, RenderedPages
 
 log = logging.getLogger(__name__)
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 # The child's whole environment (plus PYTHONPATH): see child_environment.
-_CHILD_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "HOME", "SOFFICE_PATH")
+_CHILD_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LD_LIBRARY_PATH", "HOME", "SOFFICE_PATH",
+                    "TESSDATA_PREFIX")
 # The most one file the child writes may hold (soffice's converted text and its profile): far above
 # any legitimate conversion of a 50 MB upload, far below the 2 GB of a Lambda's /tmp.
 CHILD_MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -65,13 +68,33 @@ def _refusal_classes() -> dict[str, type[DocumentRefused]]:
 
 
 def extract_isolated(data: bytes, kind: FileKind, budget: ParseBudget,
-                     images: ImageOptions | None = None) -> ParsedDocument:
-    """``extract`` in the guarded child; ``images`` (image description on) collects a PDF's images too."""
+                     images: ImageOptions | None = None, parser: ParserOptions | None = None,
+                     engine: OcrEngine | None = None) -> ParsedDocument:
+    """``extract`` in the guarded child; ``images`` (image description on) collects a PDF's images too;
+    ``parser`` (a collection's parser settings) with OCR on reads scanned pages through ``engine``.
+
+    Tesseract runs in the child. Another engine (Textract) needs what the child must never see
+    (credentials, the network), so the child renders the pages that need OCR first, this process has
+    ``engine`` recognise them, and a second child reads the document with those answers."""
     header: dict[str, Any] = {"kind": asdict(kind), "budget": asdict(budget)}
     if images is not None:
         header["images"] = asdict(images)
+    if parser is not None:
+        header["parser"] = asdict(parser)
+        if parser.ocr_on and engine is not None:
+            header["ocr_engine"] = engine.name
+            if engine.name != "tesseract":
+                header["recognised"] = _recognise_outside(data, header, budget, engine, parser)
     answer = _run_child(header, data, budget)
     return _document_from(answer["document"])
+
+
+def _recognise_outside(data: bytes, header: dict[str, Any], budget: ParseBudget, engine: OcrEngine,
+                       parser: ParserOptions) -> list[dict[str, Any]]:
+    raw = _run_child({**header, "task": "ocr_pages"}, data, budget)["ocr_pages"]
+    pages = [PageImage(number=int(p["number"]), png=base64.b64decode(p["png"]), dpi=int(p["dpi"])) for p in raw]
+    answers = engine.recognise(pages, parser.ocr_languages) if pages else []
+    return [{"number": a.number, "text": a.text, "error": a.error} for a in answers]
 
 
 def render_isolated(data: bytes, kind: FileKind, budget: ParseBudget, *, max_pages: int, max_side: int,
@@ -214,6 +237,8 @@ def _document_from(raw: dict[str, Any]) -> ParsedDocument:
         placements=placements,
         images_over_cap=int(raw.get("images_over_cap") or 0),
         images_unreadable=int(raw.get("images_unreadable") or 0),
+        parser=raw.get("parser"),
+        ocr_pages=None if raw.get("ocr_pages") is None else int(raw["ocr_pages"]),
     )
 
 
@@ -276,7 +301,33 @@ def _run_task(header: dict[str, Any], data: bytes, kind: FileKind, budget: Parse
     from sluice.parsing.extract import extract
 
     images = ImageOptions(**header["images"]) if header.get("images") else None
-    return {"document": _document_to(extract(data, kind, budget, images))}
+    parser = ParserOptions(**header["parser"]) if header.get("parser") else None
+    engine = _child_engine(header)
+    if header.get("task") == "ocr_pages":
+        from sluice.parsing.ocr import RecordingEngine
+
+        assert isinstance(engine, RecordingEngine)
+        with contextlib.suppress(DocumentRefused):  # a scan reads as empty until its pages are recognised
+            extract(data, kind, budget, None, parser, engine)
+        return {"ocr_pages": [{"number": p.number, "dpi": p.dpi, "png": base64.b64encode(p.png).decode()}
+                              for p in engine.pages]}
+    return {"document": _document_to(extract(data, kind, budget, images, parser, engine))}
+
+
+def _child_engine(header: dict[str, Any]) -> OcrEngine | None:
+    """The engine the child reads through: Tesseract itself, or the parent's answers for another."""
+    from sluice.parsing.ocr import PrecomputedEngine, RecordingEngine, TesseractEngine
+
+    name = header.get("ocr_engine")
+    if name is None:
+        return None
+    if name == "tesseract":
+        return TesseractEngine()
+    if header.get("task") == "ocr_pages":
+        return RecordingEngine(str(name))
+    answers = {int(a["number"]): Recognised(number=int(a["number"]), text=a.get("text"), error=a.get("error"))
+               for a in header.get("recognised") or []}
+    return PrecomputedEngine(str(name), answers)
 
 
 def _child_main() -> None:

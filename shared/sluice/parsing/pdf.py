@@ -8,14 +8,19 @@ from sluice.errors import EncryptedDocumentError, ParseError, ScannedPdfError
 from sluice.parsing.budget import ParseBudget, TextBudget
 from sluice.parsing.document import ParsedDocument
 from sluice.parsing.images import ImageCollector, ImageOptions
+from sluice.parsing.ocr import OcrPass, full_page_image, needs_ocr, render_page
 
 log = logging.getLogger(__name__)
 
 _DAMAGED = "This PDF could not be read: it is damaged or incomplete, and MuPDF's repair of its cross-reference table"
 
 
-def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = None) -> ParsedDocument:
-    """The text; with ``images`` (image description on, R-PARSE-6) also the images pages show."""
+def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = None, *, ocr: OcrPass | None = None,
+             ocr_mode: str | None = None) -> ParsedDocument:
+    """The text; with ``images`` (image description on, R-PARSE-6) also the images pages show.
+
+    ``ocr_mode`` (a collection's ``ingestion_config.parser.ocr``) with ``ocr`` set recognises the pages
+    that need it (sluice.parsing.ocr.needs_ocr), counting in the notes those it could not read."""
     import pymupdf
 
     # MuPDF reports every repaired xref on stderr; the document is what matters here.
@@ -55,11 +60,14 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
                 text.note(f"Stopped after {budget.pdf_max_pages:,} of {page_count:,} pages")
                 break
             loaded = None
+            scanned = False
             try:
                 page = loaded = document.load_page(index)
                 page_text = page.get_text("text", flags=flags)
-                if not any_content and not page_text.strip():
-                    any_content = _has_ink(page)
+                ink = not page_text.strip() and _has_ink(page)
+                any_content = any_content or ink
+                if ocr is not None and ocr_mode is not None and needs_ocr(page, page_text, ocr_mode, ink):
+                    page_text, scanned = _recognised(ocr, page, page_text)
             except Exception as exc:
                 # One malformed page should not lose the rest of the document.
                 log.info("pymupdf failed on page %d: %s", index + 1, exc)
@@ -73,20 +81,40 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
             text.end_page()
             if collector is not None and loaded is not None:
                 _collect(collector, document, loaded, index, page_text.rstrip()[: text.length - page_start],
-                         page_start)
+                         page_start, skip_full_page=scanned)
             if page_text.strip():
                 any_text = True
             if not going:
                 break
+        if ocr is not None:
+            for sentence in ocr.notes():
+                text.note(sentence)
         if not any_text and any_content:
             # A page with content that yields no text is an image of text (or drawn letters).
             # Pages with no content at all are merely empty; the chunk stage calls that sparse.
             pages = f"{page_count} page" if page_count == 1 else f"{page_count:,} pages"
-            raise ScannedPdfError(f"Scanned PDF — {pages} found but no text could be extracted")
+            sentence = f"Scanned PDF — {pages} found but no text could be extracted"
+            if ocr is not None and ocr.notes():
+                sentence += f" (OCR: {'; '.join(ocr.notes())})"
+            raise ScannedPdfError(sentence)
+        read_by = {"parser": "pymupdf", "ocr_pages": ocr.recognised if ocr is not None else None}
         if collector is None:
-            return text.finish()
+            return text.finish(**read_by)
         return text.finish(images=collector.images, placements=collector.placements,
-                           images_over_cap=collector.over_cap, images_unreadable=collector.unreadable)
+                           images_over_cap=collector.over_cap, images_unreadable=collector.unreadable, **read_by)
+
+
+def _recognised(ocr: OcrPass, page: object, page_text: str) -> tuple[str, bool]:
+    """The page's text as OCR read it, and whether the page is a scan (its full-page image is the
+    text, not a figure to describe). A page OCR could not read, or past the limit, keeps its text
+    layer; the pass counts it for the note."""
+    if not ocr.has_room():
+        ocr.skip()
+        return page_text, False
+    answer = ocr.read([render_page(page, ocr.dpi)])[0]
+    if answer is None or answer.text is None:
+        return page_text, False
+    return answer.text, full_page_image(page)
 
 
 def _has_ink(page: object) -> bool:
@@ -103,9 +131,9 @@ def _has_ink(page: object) -> bool:
 
 
 def _collect(collector: ImageCollector, document: object, page: object, index: int, page_text: str,
-             page_start: int) -> None:
+             page_start: int, *, skip_full_page: bool = False) -> None:
     try:
-        collector.collect_page(document, page, index + 1, page_text, page_start)
+        collector.collect_page(document, page, index + 1, page_text, page_start, skip_full_page=skip_full_page)
     except Exception as exc:
         # An image the reader cannot place is left undescribed; the page's text stands.
         log.info("pymupdf failed on page %d's images: %s", index + 1, exc)

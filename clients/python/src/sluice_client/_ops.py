@@ -35,6 +35,10 @@ def vision_models() -> Op[m.VisionModelsOut]:
     return Op("GET", "/rag/vision-models", model(m.VisionModelsOut), safe=True)
 
 
+def parsers() -> Op[m.ParsersOut]:
+    return Op("GET", "/rag/parsers", model(m.ParsersOut), safe=True)
+
+
 def supported_formats() -> Op[m.SupportedFormatsOut]:
     return Op("GET", "/rag/supported-formats", model(m.SupportedFormatsOut), safe=True)
 

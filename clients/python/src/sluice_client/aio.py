@@ -169,6 +169,7 @@ class AsyncSluice:
     health = _op(ops.health)
     embedding_models = _op(ops.embedding_models)
     vision_models = _op(ops.vision_models)
+    parsers = _op(ops.parsers)
     supported_formats = _op(ops.supported_formats)
     text_search_languages = _op(ops.text_search_languages)
     list_knowledge_bases = _op(ops.list_knowledge_bases)

@@ -310,6 +310,8 @@ class DocumentOut(SluiceModel):
     completed_at: datetime | None
     image_description: ImageDescriptionOut | None = Field(default=None, description='With image description on (R-PARSE-6): images described and not, and why; else null.')
     notes: list[str] = Field(default=None, description='What the parse stage said besides the text: a file read as another kind than its name says (R-UP-6), a page or cell limit that stopped the reader (R-PARSE-1), a page it could not read.')  # type: ignore[arg-type]
+    parser: str | None = Field(default=None, description='The parser that read the document (R-PARSE-7): pymupdf or layout; null before parsing.')
+    ocr_pages: int | None = Field(default=None, description='Pages OCR recognised (R-PARSE-7); null when OCR was off for this document.')
 
 
 class DocumentsOut(SluiceModel):
@@ -459,6 +461,18 @@ class PagesOut(SluiceModel):
     pages: list[PageOut]
 
 
+class ParsersOut(SluiceModel):
+    parsers: list[str] = Field(description='What ingestion_config.parser.name may be.')
+    ocr_modes: list[str] = Field(description='What ingestion_config.parser.ocr may be.')
+    ocr_provider: str = Field(description='The engine OCR runs through in this deployment (SLUICE_OCR_PROVIDER).')
+    ocr_providers: list[str] = Field(description='The OCR engines that can run here.')
+    ocr_available: bool = Field(description='Whether turning OCR on reads anything in this deployment.')
+    ocr_languages: list[str] | None = Field(description='What ingestion_config.parser.ocr_languages may combine (with +); null: the engine decides.')
+    tesseract: TesseractOut
+    textract: TextractOut
+    defaults: dict[str, str | int] = Field(description='The settings a collection that names none reads with.')
+
+
 class PoolDocumentOut(SluiceModel):
     id: str
     kb_id: str | None
@@ -486,6 +500,8 @@ class PoolDocumentOut(SluiceModel):
     completed_at: datetime | None
     image_description: ImageDescriptionOut | None = Field(default=None, description='With image description on (R-PARSE-6): images described and not, and why; else null.')
     notes: list[str] = Field(default=None, description='What the parse stage said besides the text: a file read as another kind than its name says (R-UP-6), a page or cell limit that stopped the reader (R-PARSE-1), a page it could not read.')  # type: ignore[arg-type]
+    parser: str | None = Field(default=None, description='The parser that read the document (R-PARSE-7): pymupdf or layout; null before parsing.')
+    ocr_pages: int | None = Field(default=None, description='Pages OCR recognised (R-PARSE-7); null when OCR was off for this document.')
     shared: bool = Field(description='Whether the document was shared into this pool by someone else.')
     shared_by: str | None = Field(description="Who shared it (their user id); null for the caller's own.")
 
@@ -686,6 +702,7 @@ class SupportedFormatsOut(SluiceModel):
     extensions: dict[str, str] = Field(description='Every extension Sluice reads, and its family.')
     knowledge_base: list[str] = Field(description='The extensions a knowledge base indexes.')
     chat_only: list[str] = Field(description='The extensions only a chat attachment takes (images).')
+    knowledge_base_with_ocr: list[str] = Field(default=None, description='Images a knowledge base also indexes when its ingestion_config.parser.ocr is on (R-PARSE-7).')  # type: ignore[arg-type]
 
 
 class SyncFileOut(SluiceModel):
@@ -787,9 +804,19 @@ class TeardownOut(SluiceModel):
     history: list[dict[str, Any]] = Field(description='requested, started, failed, restarted, done - newest last.')
 
 
+class TesseractOut(SluiceModel):
+    available: bool = Field(description='Whether Tesseract can read here: its language data is installed.')
+    version: str | None = Field(description="The tesseract program's version on this machine, if there is one.")
+    languages: list[str] = Field(description='Installed language data (Tesseract codes), e.g. eng, spa.')
+
+
 class TextSearchLanguagesOut(SluiceModel):
     languages: list[str] = Field(description='The text search configurations a base may choose (R-SRCH-7).')
     default: str = Field(description='What a base that names none on a new collection searches in.')
+
+
+class TextractOut(SluiceModel):
+    configured: bool = Field(description='Whether this deployment reads scanned pages through Amazon Textract.')
 
 
 class TornDownBaseOut(SluiceModel):
@@ -925,6 +952,7 @@ NewConversation.model_rebuild()
 NewMessage.model_rebuild()
 PageOut.model_rebuild()
 PagesOut.model_rebuild()
+ParsersOut.model_rebuild()
 PoolDocumentOut.model_rebuild()
 PoolDocumentsOut.model_rebuild()
 PresignChatFile.model_rebuild()
@@ -956,7 +984,9 @@ SyncSourceOut.model_rebuild()
 SyncSourcesOut.model_rebuild()
 TeardownErrorOut.model_rebuild()
 TeardownOut.model_rebuild()
+TesseractOut.model_rebuild()
 TextSearchLanguagesOut.model_rebuild()
+TextractOut.model_rebuild()
 TornDownBaseOut.model_rebuild()
 TraceAttachmentOut.model_rebuild()
 UpdateKnowledgeBase.model_rebuild()
@@ -1017,6 +1047,7 @@ __all__ = [
     'NewMessage',
     'PageOut',
     'PagesOut',
+    'ParsersOut',
     'PoolDocumentOut',
     'PoolDocumentsOut',
     'PresignChatFile',
@@ -1048,7 +1079,9 @@ __all__ = [
     'SyncSourcesOut',
     'TeardownErrorOut',
     'TeardownOut',
+    'TesseractOut',
     'TextSearchLanguagesOut',
+    'TextractOut',
     'TornDownBaseOut',
     'TraceAttachmentOut',
     'UpdateKnowledgeBase',

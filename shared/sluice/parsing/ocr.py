@@ -1,0 +1,327 @@
+"""OCR: page images in, recognised text out, through one engine per deployment (SPEC R-PARSE-7).
+
+The seam every engine plugs into: ``PageImage`` (a page rendered to PNG at a known resolution),
+``Recognised`` (its text, or why there is none) and ``OcrEngine`` (``languages`` installed, and
+``recognise``). ``engine_for`` picks the engine from the deployment setting ``ocr_provider``
+(``SLUICE_OCR_PROVIDER``): ``tesseract`` (default; runs in the parse child, sluice.parsing.isolation)
+or ``textract`` (sluice.parsing.textract, imported only when chosen).
+
+Tesseract is reached through PyMuPDF's own OCR (``Pixmap.pdfocr_tobytes``): the PyMuPDF wheel
+already carries the Tesseract engine, so the only thing a machine or a Lambda layer has to supply is
+the language data (``*.traineddata``, found through ``TESSDATA_PREFIX`` or the Debian locations).
+No second binding, no subprocess per page, and the recognition runs inside the parse child's limits.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Protocol
+
+from sluice.errors import OcrConfigurationError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DPI = 300
+PROVIDERS = ("tesseract", "textract")
+# Where Debian (tesseract-ocr-*), a Lambda layer (/opt) and Homebrew keep the language data.
+_TESSDATA_GLOBS = (
+    "/usr/share/tesseract-ocr/*/tessdata",
+    "/usr/share/tessdata",
+    "/usr/local/share/tessdata",
+    "/opt/tessdata",
+    "/opt/share/tessdata",
+    "/opt/homebrew/share/tessdata",
+)
+# One Tesseract language code (eng, chi_sim, deu_latf), joined by "+" for several.
+_LANGUAGE = re.compile(r"^[a-z][a-z0-9_]{1,30}$")
+# Not languages: orientation/script detection and the equation model.
+_NOT_LANGUAGES = frozenset({"osd", "equ"})
+
+
+@dataclass(frozen=True)
+class PageImage:
+    number: int  # 1-based page number
+    png: bytes
+    dpi: int
+
+
+@dataclass(frozen=True)
+class Recognised:
+    number: int
+    # None when the page could not be read; ``error`` then says why (counted in the document's note).
+    text: str | None
+    error: str | None
+
+
+class OcrEngine(Protocol):
+    name: str  # "tesseract" | "textract"
+
+    def languages(self) -> frozenset[str] | None:
+        """The language codes this engine can read; None when the engine decides (Textract)."""
+        ...
+
+    def recognise(self, pages: Sequence[PageImage], languages: str) -> list[Recognised]:
+        """One ``Recognised`` per page, in order; a page it could not read has text None."""
+        ...
+
+
+def split_languages(languages: str) -> list[str]:
+    """``eng+spa`` as its codes; ValueError naming what is not a code."""
+    codes = [code.strip() for code in languages.split("+")]
+    bad = [code for code in codes if not _LANGUAGE.match(code)]
+    if not codes or bad:
+        raise ValueError(f"{languages!r} is not a list of Tesseract language codes such as eng or eng+spa")
+    return codes
+
+
+def tessdata_dir() -> str | None:
+    """The folder holding Tesseract's language data: TESSDATA_PREFIX, else the usual places."""
+    prefix = os.environ.get("TESSDATA_PREFIX")
+    candidates = [prefix, os.path.join(prefix, "tessdata")] if prefix else []
+    for pattern in _TESSDATA_GLOBS:
+        candidates.extend(sorted(glob.glob(pattern), reverse=True))  # the newest version first
+    for candidate in candidates:
+        if candidate and glob.glob(os.path.join(candidate, "*.traineddata")):
+            return candidate
+    return None
+
+
+def installed_languages(folder: str | None) -> frozenset[str]:
+    if folder is None:
+        return frozenset()
+    names = (
+        os.path.basename(path)[: -len(".traineddata")] for path in glob.glob(os.path.join(folder, "*.traineddata"))
+    )
+    return frozenset(name for name in names if name not in _NOT_LANGUAGES)
+
+
+@lru_cache(maxsize=1)
+def tesseract_version() -> str | None:
+    """The version of the ``tesseract`` program on PATH, if there is one (what ``GET /rag/parsers``
+    reports; recognition itself uses the engine inside PyMuPDF and needs only the language data)."""
+    found = shutil.which("tesseract")
+    if found is None:
+        return None
+    try:
+        out = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = (out.stdout or out.stderr).strip().splitlines()
+    match = re.search(r"(\d+\.\d+(?:\.\d+)?)", first[0]) if first else None
+    return match.group(1) if match else None
+
+
+class TesseractEngine:
+    """Tesseract inside PyMuPDF: each page image becomes a one-page PDF whose text layer is read back."""
+
+    name = "tesseract"
+
+    def __init__(self, tessdata: str | None = None) -> None:
+        self.tessdata = tessdata if tessdata is not None else tessdata_dir()
+
+    def languages(self) -> frozenset[str] | None:
+        return installed_languages(self.tessdata)
+
+    def recognise(self, pages: Sequence[PageImage], languages: str) -> list[Recognised]:
+        if self.tessdata is None:
+            sentence = "no Tesseract language data is installed"
+            return [Recognised(number=page.number, text=None, error=sentence) for page in pages]
+        missing = [code for code in split_languages(languages) if code not in (self.languages() or frozenset())]
+        if missing:
+            sentence = f"no Tesseract language data for {', '.join(missing)}"
+            return [Recognised(number=page.number, text=None, error=sentence) for page in pages]
+        return [self._one(page, languages) for page in pages]
+
+    def _one(self, page: PageImage, languages: str) -> Recognised:
+        import pymupdf as loaded
+
+        pymupdf: Any = loaded
+        try:
+            pixmap = pymupdf.Pixmap(page.png)
+            if pixmap.alpha:
+                pixmap = pymupdf.Pixmap(pixmap, 0)
+            if pixmap.colorspace is None or pixmap.colorspace.n != 3:
+                # MuPDF's Tesseract bridge reads RGB only: a greyscale pixmap comes back with no text.
+                pixmap = pymupdf.Pixmap(pymupdf.csRGB, pixmap)
+            pixmap.set_dpi(page.dpi, page.dpi)
+            ocred = pixmap.pdfocr_tobytes(compress=False, language=languages, tessdata=self.tessdata)
+            with pymupdf.open(stream=ocred, filetype="pdf") as document:
+                text = "".join(p.get_text("text") for p in document)
+        except MemoryError:
+            raise
+        except Exception as exc:
+            log.info("tesseract failed on page %d: %s", page.number, exc)
+            return Recognised(number=page.number, text=None, error="the OCR engine could not read it")
+        return Recognised(number=page.number, text=text, error=None)
+
+
+def available_languages() -> frozenset[str] | None:
+    """What the deployment's engine reads: Tesseract's installed language data, or None (the engine
+    decides, as Textract does). Checked where a collection's ``ocr_languages`` is validated."""
+    from sluice.config import get_settings
+
+    if get_settings().ocr_provider == "textract":
+        return None
+    return installed_languages(tessdata_dir())
+
+
+def engine_for(provider: str | None = None, **options: Any) -> OcrEngine:
+    """The deployment's OCR engine: ``provider``, else the ``ocr_provider`` setting."""
+    if provider is None:
+        from sluice.config import get_settings
+
+        provider = get_settings().ocr_provider
+    if provider == "tesseract":
+        return TesseractEngine()
+    if provider == "textract":
+        try:
+            from sluice.parsing import textract  # type: ignore[attr-defined,unused-ignore]
+        except ImportError:
+            raise OcrConfigurationError(
+                "SLUICE_OCR_PROVIDER is textract, but this build has no Textract engine (sluice.parsing.textract)."
+            ) from None
+        engine: OcrEngine = textract.textract_engine(**options)
+        return engine
+    raise OcrConfigurationError(f"SLUICE_OCR_PROVIDER must be one of {', '.join(PROVIDERS)}, not {provider!r}.")
+
+
+def render_page(page: Any, dpi: int = DEFAULT_DPI) -> PageImage:
+    """A PDF (or image document) page as a greyscale PNG at ``dpi``: what every engine reads."""
+    import pymupdf as loaded
+
+    pymupdf: Any = loaded
+    zoom = dpi / 72
+    pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csGRAY, alpha=False)
+    return PageImage(number=int(page.number) + 1, png=pixmap.tobytes("png"), dpi=dpi)
+
+
+# A page with fewer visible characters than this in its text layer is "nearly empty": a page
+# number, a stamp, a scanner's footer.
+NEARLY_EMPTY_CHARS = 20
+# One image covering this share of the page is a scan of it.
+FULL_PAGE_SHARE = 0.85
+# A full-page image under this much text is a scan with a stamp or a header laid over it; more
+# text than this is a born-digital page with a background, and keeps its text.
+SCAN_OVERLAY_CHARS = 200
+
+OCR_OFF_HINT = "OCR can be turned on for the collection (ingestion_config.parser.ocr: auto) to read it."
+
+
+def full_page_image(page: Any) -> bool:
+    """Whether one image covers (nearly) the whole page, as a scanner's output does."""
+    area = abs(page.rect.width * page.rect.height) or 1.0
+    for info in page.get_image_info():
+        x0, y0, x1, y1 = info["bbox"]
+        if abs((x1 - x0) * (y1 - y0)) / area >= FULL_PAGE_SHARE:
+            return True
+    return False
+
+
+def needs_ocr(page: Any, page_text: str, mode: str, has_ink: bool) -> bool:
+    """``auto``: a page whose text layer is empty or nearly so (and shows something), or is one
+    full-page image under little text; ``force``: every page; ``off``: none."""
+    if mode == "force":
+        return True
+    if mode != "auto":
+        return False
+    visible = len("".join(page_text.split()))
+    if visible < NEARLY_EMPTY_CHARS:
+        return has_ink
+    return visible < SCAN_OVERLAY_CHARS and full_page_image(page)
+
+
+class OcrPass:
+    """One document's OCR: which pages were recognised, which could not be, which the limit left out.
+
+    ``read`` is called per page that needs OCR, in order; the notes say what happened, so a page is
+    never silently empty (R-PARSE-7)."""
+
+    def __init__(self, engine: OcrEngine, languages: str, max_pages: int, dpi: int = DEFAULT_DPI) -> None:
+        self.engine = engine
+        self.languages = languages
+        self.max_pages = max_pages
+        self.dpi = dpi
+        self.recognised = 0
+        self.failed: list[tuple[int, str]] = []
+        self.left_out = 0
+
+    def read(self, images: Sequence[PageImage]) -> list[Recognised | None]:
+        """Recognise ``images``; None for a page past ``max_pages`` (counted, not read)."""
+        room = max(0, self.max_pages - self.recognised - len(self.failed))
+        taken, rest = list(images[:room]), images[room:]
+        self.left_out += len(rest)
+        answers: list[Recognised | None] = []
+        if taken:
+            for answer in self.engine.recognise(taken, self.languages):
+                if answer.text is None:
+                    self.failed.append((answer.number, answer.error or "no reason given"))
+                else:
+                    self.recognised += 1
+                answers.append(answer)
+        return answers + [None] * len(rest)
+
+    def has_room(self) -> bool:
+        return self.recognised + len(self.failed) < self.max_pages
+
+    def skip(self) -> None:
+        self.left_out += 1
+
+    def notes(self) -> list[str]:
+        out: list[str] = []
+        if self.failed:
+            pages = ", ".join(str(number) for number, _ in self.failed[:20])
+            more = f" and {len(self.failed) - 20:,} more" if len(self.failed) > 20 else ""
+            reasons = sorted({reason for _, reason in self.failed})
+            out.append(
+                f"OCR could not read {_pages(len(self.failed))} ({pages}{more}): {'; '.join(reasons)}; "
+                "their text is missing"
+            )
+        if self.left_out:
+            out.append(
+                f"OCR stopped at the {self.max_pages:,}-page limit (ingestion_config.parser.max_pages): "
+                f"{_pages(self.left_out)} that needed it {'was' if self.left_out == 1 else 'were'} not recognised"
+            )
+        return out
+
+
+def _pages(count: int) -> str:
+    return f"{count:,} page" if count == 1 else f"{count:,} pages"
+
+
+class PrecomputedEngine:
+    """Answers the parent already got from an engine that cannot run in the parse child (Textract
+    needs credentials the child never sees): the child reads the same pages, the text comes from here."""
+
+    def __init__(self, name: str, answers: dict[int, Recognised]) -> None:
+        self.name = name
+        self._answers = answers
+
+    def languages(self) -> frozenset[str] | None:
+        return None
+
+    def recognise(self, pages: Sequence[PageImage], languages: str) -> list[Recognised]:
+        missing = Recognised(number=0, text=None, error="the page was not recognised")
+        return [self._answers.get(p.number, Recognised(p.number, missing.text, missing.error)) for p in pages]
+
+
+class RecordingEngine:
+    """The first pass of an out-of-child engine: keeps the page images the reader asks about."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.pages: list[PageImage] = []
+
+    def languages(self) -> frozenset[str] | None:
+        return None
+
+    def recognise(self, pages: Sequence[PageImage], languages: str) -> list[Recognised]:
+        self.pages.extend(pages)
+        return [Recognised(number=p.number, text="", error=None) for p in pages]
