@@ -398,11 +398,10 @@ def test_only_the_parse_function_may_call_textract_and_only_with_ocr_provider_te
     assert raw["Parameters"]["OcrProvider"]["AllowedValues"] == ["tesseract", "textract"]
 
 
-def test_the_parse_function_is_told_the_ocr_provider_and_where_tesseract_is(raw):
+def test_the_parse_function_is_told_the_ocr_provider_and_where_tesseracts_data_is(raw):
     parse = raw["Resources"]["ParseFunction"]["Properties"]
     variables = parse["Environment"]["Variables"]
     assert variables["SLUICE_OCR_PROVIDER"] == {"Ref": "OcrProvider"}
-    assert variables["TESSERACT_PATH"] == {"Ref": "TesseractPath"}
     assert variables["TESSDATA_PREFIX"] == {"Ref": "TessdataPrefix"}
     # The operator's Tesseract layer, attached only when named, as LibreOffice's is.
     assert {"Fn::If": ["HasTesseractLayer", {"Ref": "TesseractLayerArn"}, {"Ref": "AWS::NoValue"}]} in parse["Layers"]

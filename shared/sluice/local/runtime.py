@@ -34,7 +34,7 @@ from sluice.local.workflows import (
 log = logging.getLogger("sluice.local")
 
 # The variables that name a Tesseract layer's places on AWS (template.yaml, ParseFunction).
-TESSERACT_PLACES = ("TESSDATA_PREFIX", "TESSERACT_PATH")
+TESSERACT_PLACES = ("TESSDATA_PREFIX",)
 
 # How long the handlers still running when the stack is told to stop may take, all together.
 STOP_GRACE = 2.0

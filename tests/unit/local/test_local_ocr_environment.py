@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture
 def environment() -> Iterator[None]:
     before = dict(os.environ)
-    for name in ("SLUICE_OCR_PROVIDER", "TESSDATA_PREFIX", "TESSERACT_PATH"):
+    for name in ("SLUICE_OCR_PROVIDER", "TESSDATA_PREFIX"):
         os.environ.pop(name, None)
     yield
     os.environ.clear()
@@ -33,8 +33,9 @@ def environment() -> Iterator[None]:
 def applied(tmp_path: Path, shell: dict[str, str]) -> dict[str, str]:
     runtime = LocalRuntime(root=ROOT, data_dir=tmp_path, database_url="postgresql://local/unused")
     t = runtime.template
-    runtime.resolve = Resolver(t, {n: f"local-{n}" for n in t.raw["Resources"]},
-                               {(n, "Arn"): f"arn:local:{n}" for n in t.raw["Resources"]})
+    runtime.resolve = Resolver(
+        t, {n: f"local-{n}" for n in t.raw["Resources"]}, {(n, "Arn"): f"arn:local:{n}" for n in t.raw["Resources"]}
+    )
     os.environ.update(shell)
     runtime._apply_environment()
     return dict(os.environ)
@@ -43,7 +44,7 @@ def applied(tmp_path: Path, shell: dict[str, str]) -> dict[str, str]:
 def test_locally_ocr_is_tesseract_with_its_own_data_folder(tmp_path, environment):
     env = applied(tmp_path, {})
     assert env["SLUICE_OCR_PROVIDER"] == "tesseract"
-    assert "TESSDATA_PREFIX" not in env and "TESSERACT_PATH" not in env
+    assert "TESSDATA_PREFIX" not in env
 
 
 def test_locally_the_shell_may_choose_textract_and_name_the_tessdata_folder(tmp_path, environment):
