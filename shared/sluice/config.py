@@ -82,6 +82,13 @@ class Settings(BaseSettings):
     image_description_concurrency: int = Field(4, ge=1, le=16, alias="IMAGE_DESCRIPTION_CONCURRENCY")
     image_description_seconds: int = Field(600, ge=1, alias="IMAGE_DESCRIPTION_SECONDS")
 
+    # OCR with Textract (R-PARSE-7, issue 28; ocr_provider textract, sluice.parsing.textract): at most this
+    # many DetectDocumentText calls at once for one document, and the seconds one document's pages may
+    # take with their retries (the parse function's limit is 300 s, the parse child's
+    # PARSE_TIMEOUT_SECONDS 120 of them). ocr_provider itself is the ocr branch's (SLUICE_OCR_PROVIDER).
+    textract_max_concurrency: int = Field(4, ge=1, le=32, alias="TEXTRACT_MAX_CONCURRENCY")
+    textract_seconds: float = Field(120, gt=0, le=280, alias="TEXTRACT_SECONDS")
+
     # Access and pools (R-ACC-5)
     private_doc_cap: int = Field(20, alias="PRIVATE_DOC_CAP")
     indexing_paused: bool = Field(False, alias="INDEXING_PAUSED")

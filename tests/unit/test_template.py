@@ -115,6 +115,7 @@ def test_locally_the_environment_overrides_stack_parameters_but_not_resources():
 # Actions no IAM resource type can scope: allowed on "*" only where listed here, with why.
 UNSCOPABLE_ACTIONS = {
     "bedrock:Rerank",  # no resource type; the rerank model itself is scoped by bedrock:InvokeModel
+    "textract:DetectDocumentText",  # no resource type: the page image is in the request (OcrProvider textract)
 }
 
 
@@ -366,3 +367,58 @@ def test_checkov_finds_nothing_and_every_skip_says_why():
     for check in skipped:  # a skip names its reason
         comment = (check["check_result"].get("suppress_comment") or "").strip()
         assert len(comment) > 30 and comment != "No comment provided", check["check_id"]
+
+
+def _textract_statements(policies):
+    """Each statement naming a textract action, with the condition it is granted under (None: always)."""
+    found = []
+    for policy in policies:
+        if isinstance(policy, dict) and "Fn::If" in policy:
+            condition, granted, otherwise = policy["Fn::If"]
+            found += [(condition, s) for _, s in _textract_statements([granted])]
+            found += [(f"not {condition}", s) for _, s in _textract_statements([otherwise])]
+        elif isinstance(policy, dict) and "Statement" in policy:
+            found += [(None, s) for s in policy["Statement"] if any(a.startswith("textract:") for a in _actions(s))]
+    return found
+
+
+def test_only_the_parse_function_may_call_textract_and_only_with_ocr_provider_textract(raw):
+    # GIVEN every function's policies
+    functions = {n: r for n, r in raw["Resources"].items() if r["Type"] == "AWS::Serverless::Function"}
+    granted = {name: _textract_statements(fn["Properties"].get("Policies", [])) for name, fn in functions.items()}
+
+    # THEN one statement, on the parse function, under UseTextract, allows DetectDocumentText and nothing else
+    assert {name: found for name, found in granted.items() if found} == {
+        "ParseFunction": [
+            ("UseTextract", {"Effect": "Allow", "Action": "textract:DetectDocumentText", "Resource": "*"})
+        ]
+    }
+    assert raw["Conditions"]["UseTextract"] == {"Fn::Equals": [{"Ref": "OcrProvider"}, "textract"]}
+    assert raw["Parameters"]["OcrProvider"]["Default"] == "tesseract"
+    assert raw["Parameters"]["OcrProvider"]["AllowedValues"] == ["tesseract", "textract"]
+
+
+def test_the_parse_function_is_told_the_ocr_provider_and_where_tesseracts_data_is(raw):
+    parse = raw["Resources"]["ParseFunction"]["Properties"]
+    variables = parse["Environment"]["Variables"]
+    assert variables["SLUICE_OCR_PROVIDER"] == {"Ref": "OcrProvider"}
+    assert variables["TESSDATA_PREFIX"] == {"Ref": "TessdataPrefix"}
+    # The operator's Tesseract layer, attached only when named, as LibreOffice's is.
+    assert {"Fn::If": ["HasTesseractLayer", {"Ref": "TesseractLayerArn"}, {"Ref": "AWS::NoValue"}]} in parse["Layers"]
+    assert raw["Conditions"]["HasTesseractLayer"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "TesseractLayerArn"}, ""]}]}
+    # No other function runs the parse child for knowledge-base documents, so none is told.
+    others = [n for n, r in raw["Resources"].items() if r["Type"] == "AWS::Serverless::Function"
+              and n != "ParseFunction"
+              and "SLUICE_OCR_PROVIDER" in (r["Properties"].get("Environment") or {}).get("Variables", {})]
+    assert others == []
+    assert "SLUICE_OCR_PROVIDER" not in raw["Globals"]["Function"]["Environment"]["Variables"]
+
+
+def test_locally_the_ocr_provider_is_tesseract_unless_the_environment_says_textract():
+    # Locally textract means moto's Textract: the local runtime points every AWS client at its moto.
+    t = parse(TEMPLATE)
+    refs = {name: f"local-{name}" for name in t.raw["Resources"]}
+    attrs = {(name, "Arn"): f"arn:local:{name}" for name in t.raw["Resources"]}
+    resolve = Resolver(t, refs, attrs)
+    assert function_environment(t, resolve, {})["SLUICE_OCR_PROVIDER"] == "tesseract"
+    assert function_environment(t, resolve, {"SLUICE_OCR_PROVIDER": "textract"})["SLUICE_OCR_PROVIDER"] == "textract"

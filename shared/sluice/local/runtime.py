@@ -33,6 +33,9 @@ from sluice.local.workflows import (
 
 log = logging.getLogger("sluice.local")
 
+# The variables that name a Tesseract layer's places on AWS (template.yaml, ParseFunction).
+TESSERACT_PLACES = ("TESSDATA_PREFIX",)
+
 # How long the handlers still running when the stack is told to stop may take, all together.
 STOP_GRACE = 2.0
 # How often the gateway's accept loop looks for a stop (socketserver's default is 0.5 s).
@@ -324,6 +327,11 @@ class LocalRuntime:
         env["DATABASE_URL"] = self.database_url or ""
         env["SLUICE_CATALOG_PATH"] = str(self.root / "infra" / "catalog" / "embedding_models.json")
         env["SLUICE_MIGRATIONS_DIR"] = str(self.root / "infra" / "migrations")
+        # Where a Tesseract layer is on AWS (/opt): here the distribution's tesseract finds its own data,
+        # unless the shell names a folder (function_environment kept the shell's value then).
+        for name in TESSERACT_PLACES:
+            if name not in os.environ:
+                env.pop(name, None)
         self.jwt_secret = dev_secret(self.data_dir, os.environ.get("SLUICE_DEV_JWT_SECRET", ""))
         env["SLUICE_DEV_JWT_SECRET"] = self.jwt_secret
         os.environ.update(env)
