@@ -182,12 +182,8 @@ def engine_for(provider: str | None = None, **options: Any) -> OcrEngine:
     if provider == "tesseract":
         return TesseractEngine()
     if provider == "textract":
-        try:
-            from sluice.parsing import textract  # type: ignore[attr-defined,unused-ignore]
-        except ImportError:
-            raise OcrConfigurationError(
-                "SLUICE_OCR_PROVIDER is textract, but this build has no Textract engine (sluice.parsing.textract)."
-            ) from None
+        from sluice.parsing import textract  # boto3 and botocore, only where Textract is chosen
+
         engine: OcrEngine = textract.textract_engine(**options)
         return engine
     raise OcrConfigurationError(f"SLUICE_OCR_PROVIDER must be one of {', '.join(PROVIDERS)}, not {provider!r}.")
