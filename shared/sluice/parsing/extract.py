@@ -76,10 +76,10 @@ def _reader(kind: str) -> Reader:
     raise ValueError(f"no reader for kind {kind!r}")
 
 
-def _pdf_with_images(images: ImageOptions) -> Reader:
+def _pdf(images: ImageOptions | None, layout: bool) -> Reader:
     from sluice.parsing.pdf import read_pdf
 
-    return lambda data, budget: read_pdf(data, budget, images)
+    return lambda data, budget: read_pdf(data, budget, images, layout=layout)
 
 
 def _read_archive_listing(kind: str) -> Reader:
@@ -100,13 +100,15 @@ def _read_archive_listing(kind: str) -> Reader:
     return read
 
 
-def extract(data: bytes, kind: FileKind, budget: ParseBudget, images: ImageOptions | None = None) -> ParsedDocument:
+def extract(data: bytes, kind: FileKind, budget: ParseBudget, images: ImageOptions | None = None, *,
+            layout: bool = False) -> ParsedDocument:
     """Read ``data`` as ``kind`` within ``budget``; refusals are DocumentRefused subclasses.
 
     ``images`` (image description on, R-PARSE-6) has a PDF's images collected too; other kinds
-    ignore it: their pictures are not described (see sluice.parsing.images).
+    ignore it: their pictures are not described (see sluice.parsing.images). ``layout`` (the
+    ``layout`` parser, R-PARSE-7) reads a PDF as markdown; other kinds ignore it.
     """
-    reader = _reader(kind.kind) if images is None or kind.kind != "pdf" else _pdf_with_images(images)
+    reader = _reader(kind.kind) if kind.kind != "pdf" else _pdf(images, layout)
 
     label = SPECS[kind.kind].label
     if kind.kind in _OOXML or kind.kind in _ODF:

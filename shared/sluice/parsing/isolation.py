@@ -65,11 +65,14 @@ def _refusal_classes() -> dict[str, type[DocumentRefused]]:
 
 
 def extract_isolated(data: bytes, kind: FileKind, budget: ParseBudget,
-                     images: ImageOptions | None = None) -> ParsedDocument:
-    """``extract`` in the guarded child; ``images`` (image description on) collects a PDF's images too."""
+                     images: ImageOptions | None = None, *, layout: bool = False) -> ParsedDocument:
+    """``extract`` in the guarded child; ``images`` (image description on) collects a PDF's images too,
+    ``layout`` (the ``layout`` parser) reads a PDF as markdown."""
     header: dict[str, Any] = {"kind": asdict(kind), "budget": asdict(budget)}
     if images is not None:
         header["images"] = asdict(images)
+    if layout:
+        header["layout"] = True
     answer = _run_child(header, data, budget)
     return _document_from(answer["document"])
 
@@ -257,11 +260,12 @@ def _processes_of_this_user() -> int | None:
 
 
 def _skip_optional_imports() -> None:
-    # PyMuPDF 2 imports its layout analyser and pymupdf4llm (onnxruntime, numpy) whenever
-    # they are installed, and openpyxl imports numpy to recognise its number types: 0.5 s
-    # and ~90 MB in every child, for features text extraction never uses. Marked absent,
-    # the libraries' own guarded imports skip them.
-    for optional in ("pymupdf.layout", "pymupdf4llm", "numpy"):
+    # PyMuPDF 2 imports its layout analyser (onnxruntime, numpy) whenever it is installed, and
+    # openpyxl imports numpy to recognise its number types: 0.5 s and ~90 MB in every child, for
+    # features text extraction never uses. Marked absent, the libraries' own guarded imports skip
+    # them. pymupdf4llm 0.3 (the ``layout`` parser) is imported only when asked for, and without
+    # pymupdf.layout it keeps to its own heuristics.
+    for optional in ("pymupdf.layout", "numpy"):
         sys.modules.setdefault(optional, None)  # type: ignore[arg-type]
 
 
@@ -276,7 +280,7 @@ def _run_task(header: dict[str, Any], data: bytes, kind: FileKind, budget: Parse
     from sluice.parsing.extract import extract
 
     images = ImageOptions(**header["images"]) if header.get("images") else None
-    return {"document": _document_to(extract(data, kind, budget, images))}
+    return {"document": _document_to(extract(data, kind, budget, images, layout=bool(header.get("layout"))))}
 
 
 def _child_main() -> None:

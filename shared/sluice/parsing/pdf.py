@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from sluice.errors import EncryptedDocumentError, ParseError, ScannedPdfError
 from sluice.parsing.budget import ParseBudget, TextBudget
 from sluice.parsing.document import ParsedDocument
 from sluice.parsing.images import ImageCollector, ImageOptions
 
+if TYPE_CHECKING:
+    from sluice.parsing.pdf_layout import PageMarkdown
+
 log = logging.getLogger(__name__)
 
 _DAMAGED = "This PDF could not be read: it is damaged or incomplete, and MuPDF's repair of its cross-reference table"
 
 
-def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = None) -> ParsedDocument:
-    """The text; with ``images`` (image description on, R-PARSE-6) also the images pages show."""
+def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = None, *,
+             layout: bool = False) -> ParsedDocument:
+    """The text; with ``images`` (image description on, R-PARSE-6) also the images pages show.
+
+    ``layout`` (the ``layout`` parser, R-PARSE-7) reads each page as markdown (sluice.parsing.pdf_layout):
+    headings, lists and tables kept; the pages, budgets, notes and refusals are the same.
+    """
     import pymupdf
 
     # MuPDF reports every repaired xref on stderr; the document is what matters here.
@@ -50,6 +59,7 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
         any_text = False
         any_content = False
         collector = ImageCollector(images) if images is not None else None
+        markdown = _page_markdown(document, min(page_count, budget.pdf_max_pages), text) if layout else None
         for index in range(page_count):
             if index >= budget.pdf_max_pages:
                 text.note(f"Stopped after {budget.pdf_max_pages:,} of {page_count:,} pages")
@@ -57,7 +67,7 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
             loaded = None
             try:
                 page = loaded = document.load_page(index)
-                page_text = page.get_text("text", flags=flags)
+                page_text = page.get_text("text", flags=flags) if markdown is None else markdown.page(document, index)
                 if not any_content and not page_text.strip():
                     any_content = _has_ink(page)
             except Exception as exc:
@@ -87,6 +97,18 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
             return text.finish()
         return text.finish(images=collector.images, placements=collector.placements,
                            images_over_cap=collector.over_cap, images_unreadable=collector.unreadable)
+
+
+def _page_markdown(document: object, pages: int, text: TextBudget) -> PageMarkdown | None:
+    from sluice.parsing.pdf_layout import PageMarkdown
+
+    try:
+        return PageMarkdown(document, pages)
+    except Exception as exc:
+        # The text is still there without its structure: plain text, said in a note.
+        log.info("pymupdf4llm could not measure the PDF's fonts: %s", exc)
+        text.note("The layout could not be read; the text is plain, without headings")
+        return None
 
 
 def _has_ink(page: object) -> bool:

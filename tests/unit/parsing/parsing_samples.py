@@ -651,3 +651,38 @@ def pptx_with_chart() -> bytes:
     buffer = io.BytesIO()
     presentation.save(buffer)
     return buffer.getvalue()
+
+
+def pdf_with_structure() -> bytes:
+    """Two pages: headings in a bigger bold font over an 11 pt body, a bullet list, a ruled table,
+    and a heading at the top of page 2 (the ``layout`` parser's sample)."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page()
+    y = 72.0
+
+    def line(text: str, size: float = 11, font: str = "helv") -> None:
+        nonlocal y
+        page.insert_text((72, y), text, fontsize=size, fontname=font)
+        y += size * 1.6
+
+    line("Installation Guide", 20, "hebo")
+    for n in range(3):
+        line(f"This paragraph explains how the product is installed, sentence {n} of the body.")
+    line("Requirements", 15, "hebo")
+    for item in ("Python 3.11 or newer", "PostgreSQL 16 with pgvector", "Two gigabytes of memory"):
+        line(f"\u2022 {item}")
+    line("Configuration", 15, "hebo")
+    line("The settings below are read at start-up.")
+    rows = [("Setting", "Default", "Meaning"), ("chunk_size", "2500", "characters"), ("overlap", "200", "shared")]
+    top = y
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            rect = pymupdf.Rect(72 + c * 120, top + r * 20, 72 + (c + 1) * 120, top + (r + 1) * 20)
+            page.draw_rect(rect, color=(0, 0, 0), width=0.8)
+            page.insert_text((rect.x0 + 4, rect.y1 - 6), cell, fontsize=10)
+    second = document.new_page()
+    second.insert_text((72, 72), "Troubleshooting", fontsize=15, fontname="hebo")
+    second.insert_text((72, 100), "If the service does not start, read its log first.", fontsize=11)
+    return document.tobytes()
