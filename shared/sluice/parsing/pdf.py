@@ -59,6 +59,8 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
         any_text = False
         any_content = False
         collector = ImageCollector(images) if images is not None else None
+        if document.is_form_pdf:
+            _draw_field_values(document, min(page_count, budget.pdf_max_pages))
         markdown = _page_markdown(document, min(page_count, budget.pdf_max_pages), text) if layout else None
         for index in range(page_count):
             if index >= budget.pdf_max_pages:
@@ -109,6 +111,26 @@ def _page_markdown(document: object, pages: int, text: TextBudget) -> PageMarkdo
         log.info("pymupdf4llm could not measure the PDF's fonts: %s", exc)
         text.note("The layout could not be read; the text is plain, without headings")
         return None
+
+
+# The fields whose value is text a reader typed or chose; a checkbox's value is "Yes" or "Off".
+_TEXT_FIELDS = (7, 3, 4)  # PDF_WIDGET_TYPE_TEXT, _COMBOBOX, _LISTBOX (pymupdf's constants)
+
+
+def _draw_field_values(document: object, pages: int) -> None:
+    """A filled form's values as its pages show them. Text extraction reads a field's appearance
+    stream (a form XObject), and many form fillers set the value (/V) without redrawing it: the
+    value is then in the file but on no page. Each text, combo or list field with a value has its
+    appearance drawn anew from the value, so both parsers read what was filled in, where it stands."""
+    for index in range(pages):
+        try:
+            page = document.load_page(index)  # type: ignore[attr-defined]
+            for widget in page.widgets(types=_TEXT_FIELDS):
+                if widget.field_value and isinstance(widget.field_value, str):
+                    widget.update()
+        except Exception as exc:
+            # A field that cannot be redrawn keeps the appearance it had; the page is still read.
+            log.info("pymupdf could not redraw the form fields on page %d: %s", index + 1, exc)
 
 
 def _has_ink(page: object) -> bool:

@@ -686,3 +686,27 @@ def pdf_with_structure() -> bytes:
     second.insert_text((72, 72), "Troubleshooting", fontsize=15, fontname="hebo")
     second.insert_text((72, 100), "If the service does not start, read its log first.", fontsize=11)
     return document.tobytes()
+
+
+def pdf_with_filled_form() -> bytes:
+    """A filled form as many form fillers leave it: each text field's value (/V) set after its
+    appearance stream was drawn empty, so no page shows the value; and a stamp whose text lives in
+    a form XObject (another page placed on this one)."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 72), "Application form", fontsize=14)
+    for n, name in enumerate(("applicant", "city")):
+        widget = pymupdf.Widget()
+        widget.field_name = name
+        widget.field_type = pymupdf.PDF_WIDGET_TYPE_TEXT
+        widget.rect = pymupdf.Rect(72, 100 + n * 30, 300, 120 + n * 30)
+        widget.field_value = ""
+        page.add_widget(widget)
+    for widget, value in zip(page.widgets(), ("Ada Lovelace", "Marylebone"), strict=True):
+        document.xref_set_key(widget.xref, "V", pymupdf.get_pdf_str(value))
+    stamp = pymupdf.open()
+    stamp.new_page().insert_text((72, 72), "Received by the registry", fontsize=12)
+    page.show_pdf_page(pymupdf.Rect(72, 400, 372, 600), stamp, 0)
+    return document.tobytes()

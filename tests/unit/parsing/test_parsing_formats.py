@@ -16,6 +16,7 @@ from parsing_samples import (
     odp_bytes,
     ods_bytes,
     odt_bytes,
+    pdf_with_filled_form,
     pptx_bytes,
     strict_ooxml,
     xlsx_bytes,
@@ -290,3 +291,15 @@ def test_a_chart_keeps_its_title_series_and_categories() -> None:
     assert read(pptx_with_chart(), "inspections.pptx").text == (
         "Inspections by city, 2026\nSeries: Boiler inspections, Chimney sweeps\nCategories: Lisbon, Porto, Faro"
     )
+
+
+# --- PDF forms ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", [False, True], ids=["pymupdf", "layout"])
+def test_a_filled_forms_values_are_read_even_where_no_appearance_shows_them(layout: bool) -> None:
+    data = pdf_with_filled_form()
+    text = extract(data, sniff(data, "form.pdf"), budget(), layout=layout).text
+    assert "Ada Lovelace" in text
+    assert "Marylebone" in text
+    assert "Received by the registry" in text  # the form XObject's text
