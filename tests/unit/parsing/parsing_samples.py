@@ -710,3 +710,55 @@ def pdf_with_filled_form() -> bytes:
     stamp.new_page().insert_text((72, 72), "Received by the registry", fontsize=12)
     page.show_pdf_page(pymupdf.Rect(72, 400, 372, 600), stamp, 0)
     return document.tobytes()
+
+
+def odp_with_embedded_objects() -> bytes:
+    """One slide holding two embedded objects, as LibreOffice writes them: a chart (``Object 1``:
+    its title and its data table) and a text document (``Object 2``), each in its own folder with its
+    own content.xml."""
+    from odf.chart import Chart, PlotArea, Title
+    from odf.draw import Frame, Object, Page
+    from odf.opendocument import OpenDocumentChart, OpenDocumentPresentation, OpenDocumentText
+    from odf.style import MasterPage, PageLayout
+    from odf.table import Table, TableCell, TableHeaderRows, TableRow, TableRows
+    from odf.text import P
+
+    document = OpenDocumentPresentation()
+    layout = PageLayout(name="Layout")
+    document.automaticstyles.addElement(layout)
+    master = MasterPage(name="Master", pagelayoutname=layout)
+    document.masterstyles.addElement(master)
+
+    chart_document = OpenDocumentChart()
+    chart = Chart(attributes={"class": "chart:bar"})
+    title = Title()
+    title.addElement(P(text="Revenue by region"))
+    chart.addElement(title)
+    chart.addElement(PlotArea())
+    table = Table(name="local-table")
+    header, body = TableHeaderRows(), TableRows()
+    for target, values in ((header, ("", "Revenue")), (body, ("North", "42")), (body, ("South", "17"))):
+        row = TableRow()
+        for value in values:
+            cell = TableCell()
+            if value:
+                cell.addElement(P(text=value))
+            row.addElement(cell)
+        target.addElement(row)
+    table.addElement(header)
+    table.addElement(body)
+    chart.addElement(table)
+    chart_document.chart.addElement(chart)
+
+    text_document = OpenDocumentText()
+    text_document.text.addElement(P(text="Footnote kept in an embedded text frame"))
+
+    page = Page(masterpagename=master)
+    for n, embedded in enumerate((chart_document, text_document)):
+        frame = Frame(width="10cm", height="6cm", x="1cm", y=f"{1 + 7 * n}cm")
+        frame.addElement(Object(href=document.addObject(embedded)))
+        page.addElement(frame)
+    document.presentation.addElement(page)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    return buffer.getvalue()

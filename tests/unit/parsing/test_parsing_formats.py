@@ -14,6 +14,7 @@ from parsing_samples import (
     budget,
     docx_bytes,
     odp_bytes,
+    odp_with_embedded_objects,
     ods_bytes,
     odt_bytes,
     pdf_with_filled_form,
@@ -303,3 +304,15 @@ def test_a_filled_forms_values_are_read_even_where_no_appearance_shows_them(layo
     assert "Ada Lovelace" in text
     assert "Marylebone" in text
     assert "Received by the registry" in text  # the form XObject's text
+
+
+def test_odp_text_inside_embedded_objects_is_read_on_its_slide() -> None:
+    document = read(odp_with_embedded_objects(), "deck.odp")
+    assert [page.number for page in document.pages] == [1]
+    assert document.text.splitlines() == [
+        "Revenue by region",
+        "\tRevenue",
+        "North\t42",
+        "South\t17",
+        "Footnote kept in an embedded text frame",
+    ]
