@@ -316,3 +316,22 @@ def test_odp_text_inside_embedded_objects_is_read_on_its_slide() -> None:
         "South\t17",
         "Footnote kept in an embedded text frame",
     ]
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "words"),
+    [
+        (lambda: docx_bytes(["Quarterly letter"]), "docx", "Quarterly letter"),
+        (lambda: xlsx_bytes({"Sales": [["North", 42.0]]}), "xlsx", "North"),
+        (pptx_bytes, "pptx", "Quarterly results"),
+        (lambda: odt_bytes(["Minutes of the meeting"]), "odt", "Minutes of the meeting"),
+    ],
+    ids=["docx", "xlsx", "pptx", "odt"],
+)
+def test_an_office_file_renamed_zip_is_read_as_the_document_not_unpacked(make, kind: str, words: str) -> None:
+    data = make()
+    found = sniff(data, "bundle.zip")
+    assert found.kind == kind and found.note is not None
+    document = extract(data, found, budget())
+    assert words in document.text
+    assert document.members is None
