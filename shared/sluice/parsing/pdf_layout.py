@@ -55,8 +55,17 @@ class PageMarkdown:
         self._headers = pymupdf4llm.IdentifyHeaders(document, pages=range(page_count), body_limit=0)
 
     def page(self, document: Any, index: int) -> str:
+        # Table detection ("lines_strict": ruled tables) costs most of a page's time, converting every
+        # character, and finds nothing on a page that draws no path: such a page skips it.
+        drawn = any("path" in kind for kind, _box in document.load_page(index).get_bboxlog())
         chunks = self._markdown(
-            document, pages=[index], hdr_info=self._headers, page_chunks=True, ignore_images=True, show_progress=False
+            document,
+            pages=[index],
+            hdr_info=self._headers,
+            page_chunks=True,
+            ignore_images=True,
+            show_progress=False,
+            table_strategy="lines_strict" if drawn else None,
         )
         return tidy(chunks[0]["text"] if chunks else "")
 
