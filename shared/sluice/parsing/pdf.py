@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from sluice.errors import EncryptedDocumentError, ParseError, ScannedPdfError
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+LAYOUT_TIME_SHARE = 0.5
 _DAMAGED = "This PDF could not be read: it is damaged or incomplete, and MuPDF's repair of its cross-reference table"
 
 
@@ -62,11 +64,18 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
         if document.is_form_pdf:
             _draw_field_values(document, min(page_count, budget.pdf_max_pages))
         markdown = _page_markdown(document, min(page_count, budget.pdf_max_pages), text) if layout else None
+        # The layout parser costs 10-100x plain text a page; past half the parse time limit the rest
+        # is read plain, said in a note, so a long document is not lost to the time limit.
+        layout_until = time.monotonic() + budget.timeout_seconds * LAYOUT_TIME_SHARE
         for index in range(page_count):
             if index >= budget.pdf_max_pages:
                 text.note(f"Stopped after {budget.pdf_max_pages:,} of {page_count:,} pages")
                 break
             loaded = None
+            if markdown is not None and time.monotonic() > layout_until:
+                markdown = None
+                rest = f"Page {page_count:,} was" if index + 1 == page_count else f"Pages {index + 1:,} to {page_count:,} were"
+                text.note(f"{rest} read as plain text: the layout took too long")
             try:
                 page = loaded = document.load_page(index)
                 page_text = page.get_text("text", flags=flags) if markdown is None else markdown.page(document, index)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from parsing_samples import budget, pdf_bytes, pdf_with_ligatures, pdf_with_structure
 
 from sluice.chunking import ChunkingPlan, split_text
@@ -73,3 +74,15 @@ def test_the_parse_child_runs_the_layout_parser() -> None:
     document = extract_isolated(data, sniff(data, "guide.pdf"), budget(), layout=True)
     assert "## Troubleshooting" in document.text.splitlines()
     assert [page.number for page in document.pages] == [1, 2]
+
+
+def test_past_its_share_of_the_time_limit_the_layout_parser_reads_the_rest_as_plain_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sluice.parsing.pdf as pdf
+
+    monkeypatch.setattr(pdf, "LAYOUT_TIME_SHARE", 0.0)  # the first page already past it
+    document = pdf_markdown(pdf_with_structure(), budget())
+    assert "Installation Guide" in document.text and "# Installation Guide" not in document.text
+    assert "Troubleshooting" in document.text
+    assert document.notes == ["Pages 1 to 2 were read as plain text: the layout took too long"]
