@@ -74,7 +74,8 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
             loaded = None
             if markdown is not None and time.monotonic() > layout_until:
                 markdown = None
-                rest = f"Page {page_count:,} was" if index + 1 == page_count else f"Pages {index + 1:,} to {page_count:,} were"
+                last = index + 1 == page_count
+                rest = f"Page {page_count:,} was" if last else f"Pages {index + 1:,} to {page_count:,} were"
                 text.note(f"{rest} read as plain text: the layout took too long")
             try:
                 page = loaded = document.load_page(index)
