@@ -78,10 +78,10 @@ def _reader(kind: str) -> Reader:
     raise ValueError(f"no reader for kind {kind!r}")
 
 
-def _pdf_with_images(images: ImageOptions) -> Reader:
+def _pdf(images: ImageOptions | None, layout: bool) -> Reader:
     from sluice.parsing.pdf import read_pdf
 
-    return lambda data, budget: read_pdf(data, budget, images)
+    return lambda data, budget: read_pdf(data, budget, images, layout=layout)
 
 
 def _read_archive_listing(kind: str) -> Reader:
@@ -109,7 +109,9 @@ def _with_parser(kind: FileKind, images: ImageOptions | None, parser: ParserOpti
     if kind.kind == "pdf":
         from sluice.parsing.pdf import read_pdf
 
-        return lambda data, budget: read_pdf(data, budget, images, ocr=ocr, ocr_mode=parser.ocr)
+        layout = parser.name == "layout"
+        return lambda data, budget: read_pdf(data, budget, images, ocr=ocr, ocr_mode=parser.ocr,
+                                             layout=layout)
     if SPECS[kind.kind].family == "image" and ocr is not None:
         from sluice.parsing.scans import read_scanned_image
 
@@ -127,7 +129,7 @@ def extract(data: bytes, kind: FileKind, budget: ParseBudget, images: ImageOptio
     """
     reader = _with_parser(kind, images, parser, engine) if parser is not None else None
     if reader is None:
-        reader = _reader(kind.kind) if images is None or kind.kind != "pdf" else _pdf_with_images(images)
+        reader = _reader(kind.kind) if kind.kind != "pdf" else _pdf(images, False)
 
     label = SPECS[kind.kind].label
     if kind.kind in _OOXML or kind.kind in _ODF:

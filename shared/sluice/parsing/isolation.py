@@ -282,11 +282,12 @@ def _processes_of_this_user() -> int | None:
 
 
 def _skip_optional_imports() -> None:
-    # PyMuPDF 2 imports its layout analyser and pymupdf4llm (onnxruntime, numpy) whenever
-    # they are installed, and openpyxl imports numpy to recognise its number types: 0.5 s
-    # and ~90 MB in every child, for features text extraction never uses. Marked absent,
-    # the libraries' own guarded imports skip them.
-    for optional in ("pymupdf.layout", "pymupdf4llm", "numpy"):
+    # PyMuPDF 2 imports its layout analyser (onnxruntime, numpy) whenever it is installed, and
+    # openpyxl imports numpy to recognise its number types: 0.5 s and ~90 MB in every child, for
+    # features text extraction never uses. Marked absent, the libraries' own guarded imports skip
+    # them. pymupdf4llm 0.3 (the ``layout`` parser) is imported only when asked for, and without
+    # pymupdf.layout it keeps to its own heuristics.
+    for optional in ("pymupdf.layout", "numpy"):
         sys.modules.setdefault(optional, None)  # type: ignore[arg-type]
 
 

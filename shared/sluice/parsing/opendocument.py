@@ -6,7 +6,8 @@ file when one of them names a DTD (LibreOffice formulas carry
 ``styles.xml`` into odfpy's document model, with odfpy's ``LoadParser`` behind a
 defusedxml parser that refuses entity declarations and never loads anything
 external; a named DTD is simply not read. Master pages (``styles.xml``) carry
-the headers and footers, read after the body.
+the headers and footers, read after the body. Embedded objects (a chart, a text
+frame: ``Object 1/content.xml``) are loaded the same way and read where they stand.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ _DRAW = "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
 _OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 _PRESENTATION = "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"
 _STYLE = "urn:oasis:names:tc:opendocument:xmlns:style:1.0"
+_XLINK = "http://www.w3.org/1999/xlink"
 
 # Content that is not the document's text: deleted revisions, form controls, scripts.
 _SKIP = {
@@ -59,6 +61,25 @@ class _Stop(Exception):
 
 
 def _load(data: bytes) -> Any:
+    from odf import opendocument
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        names = set(archive.namelist())
+        mimetype = archive.read("mimetype").decode("ascii", "replace").strip() if "mimetype" in names else ""
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise ParseError("This OpenDocument file could not be read: it is not a valid zip file.") from None
+    document = opendocument.OpenDocument(mimetype or "application/vnd.oasis.opendocument.text")
+    for part in ("styles.xml", "content.xml"):
+        if part in names:
+            _parse_part(document, archive.read(part), part)
+    if "spreadsheet" not in mimetype:
+        # A spreadsheet's chart caches the cells it plots, which the sheets already read.
+        _embed_objects(document.body, "", archive, names, [0])
+    return document
+
+
+def _parse_part(document: Any, raw: bytes, part: str) -> None:
     from xml.sax import handler
     from xml.sax.xmlreader import InputSource
 
@@ -66,31 +87,58 @@ def _load(data: bytes) -> Any:
     from odf import opendocument
     from odf.load import LoadParser
 
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        names = archive.namelist()
-        mimetype = archive.read("mimetype").decode("ascii", "replace").strip() if "mimetype" in names else ""
-    except (zipfile.BadZipFile, OSError, ValueError):
-        raise ParseError("This OpenDocument file could not be read: it is not a valid zip file.") from None
-    document = opendocument.OpenDocument(mimetype or "application/vnd.oasis.opendocument.text")
     fix_part = getattr(opendocument, "__fixXmlPart", lambda part: part)
-    for part in ("styles.xml", "content.xml"):
-        if part not in archive.namelist():
+    document._parsing = part
+    parser = DefusedExpatParser(forbid_dtd=False, forbid_entities=True, forbid_external=False)
+    parser.setFeature(handler.feature_namespaces, 1)
+    # With external general entities off, expat's reader answers a named DTD without
+    # fetching it; entity declarations never get that far (forbid_entities).
+    parser.setFeature(handler.feature_external_ges, 0)
+    parser.setContentHandler(LoadParser(document))
+    parser.setErrorHandler(handler.ErrorHandler())
+    source = InputSource()
+    source.setByteStream(io.BytesIO(fix_part(raw.decode("utf-8")).encode("utf-8")))
+    parser.parse(source)
+    del document._parsing
+
+
+# Embedded objects (charts, text frames, formulas) live in their own folders ("Object 1/content.xml");
+# one may embed another. The container check bounds their bytes; these bound the walk.
+_MAX_OBJECT_DEPTH = 4
+_MAX_OBJECTS = 256
+
+
+def _embed_objects(node: Any, folder: str, archive: zipfile.ZipFile, names: set[str], count: list[int]) -> None:
+    """Each ``draw:object`` that names a folder of this package gets that object's body as its child,
+    so its text (a chart's title and data table, an embedded text's paragraphs) is read where it
+    stands. A formula's MathML has no paragraphs and adds nothing; an OLE object is not ODF."""
+    from odf import opendocument
+
+    for element in _descendants(node, (_DRAW, "object")):
+        href = (_attr(element, _XLINK, "href") or "").strip()
+        if not href or "://" in href or href.startswith("/") or count[0] >= _MAX_OBJECTS:
             continue
-        raw = archive.read(part)
-        document._parsing = part
-        parser = DefusedExpatParser(forbid_dtd=False, forbid_entities=True, forbid_external=False)
-        parser.setFeature(handler.feature_namespaces, 1)
-        # With external general entities off, expat's reader answers a named DTD without
-        # fetching it; entity declarations never get that far (forbid_entities).
-        parser.setFeature(handler.feature_external_ges, 0)
-        parser.setContentHandler(LoadParser(document))
-        parser.setErrorHandler(handler.ErrorHandler())
-        source = InputSource()
-        source.setByteStream(io.BytesIO(fix_part(raw.decode("utf-8")).encode("utf-8")))
-        parser.parse(source)
-        del document._parsing
-    return document
+        path = "/".join(piece for piece in f"{folder}/{href}".split("/") if piece not in ("", "."))
+        if f"{path}/content.xml" not in names or path.count("/") >= _MAX_OBJECT_DEPTH:
+            continue
+        count[0] += 1
+        embedded = opendocument.OpenDocument("application/vnd.oasis.opendocument.text")
+        try:
+            _parse_part(embedded, archive.read(f"{path}/content.xml"), "content.xml")
+        except Exception as exc:
+            # The object's text is lost, said in the log; the document around it is still read.
+            log.info("odfpy could not load the embedded object %s: %s", path, exc)
+            continue
+        _embed_objects(embedded.body, path, archive, names, count)
+        element.addElement(embedded.body, check_grammar=False)
+
+
+def _descendants(node: Any, qname: tuple[str, str]) -> Iterator[Any]:
+    for child in node.childNodes:
+        if getattr(child, "qname", None) == qname:
+            yield child
+        elif getattr(child, "childNodes", None):
+            yield from _descendants(child, qname)
 
 
 def read_odf(data: bytes, budget: ParseBudget) -> ParsedDocument:

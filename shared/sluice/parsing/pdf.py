@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import time
+from typing import TYPE_CHECKING
 
 from sluice.errors import EncryptedDocumentError, ParseError, ScannedPdfError
 from sluice.parsing.budget import ParseBudget, TextBudget
@@ -10,17 +12,24 @@ from sluice.parsing.document import ParsedDocument
 from sluice.parsing.images import ImageCollector, ImageOptions
 from sluice.parsing.ocr import OcrPass, full_page_image, needs_ocr, render_page
 
+if TYPE_CHECKING:
+    from sluice.parsing.pdf_layout import PageMarkdown
+
 log = logging.getLogger(__name__)
 
+LAYOUT_TIME_SHARE = 0.5
 _DAMAGED = "This PDF could not be read: it is damaged or incomplete, and MuPDF's repair of its cross-reference table"
 
 
 def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = None, *, ocr: OcrPass | None = None,
-             ocr_mode: str | None = None) -> ParsedDocument:
+             ocr_mode: str | None = None, layout: bool = False) -> ParsedDocument:
     """The text; with ``images`` (image description on, R-PARSE-6) also the images pages show.
 
     ``ocr_mode`` (a collection's ``ingestion_config.parser.ocr``) with ``ocr`` set recognises the pages
-    that need it (sluice.parsing.ocr.needs_ocr), counting in the notes those it could not read."""
+    that need it (sluice.parsing.ocr.needs_ocr), counting in the notes those it could not read.
+    ``layout`` (the ``layout`` parser, R-PARSE-7) reads each page as markdown (sluice.parsing.pdf_layout):
+    headings, lists and tables kept; the pages, budgets, notes and refusals are the same.
+    """
     import pymupdf
 
     # MuPDF reports every repaired xref on stderr; the document is what matters here.
@@ -55,19 +64,31 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
         any_text = False
         any_content = False
         collector = ImageCollector(images) if images is not None else None
+        if document.is_form_pdf:
+            _draw_field_values(document, min(page_count, budget.pdf_max_pages))
+        markdown = _page_markdown(document, min(page_count, budget.pdf_max_pages), text) if layout else None
+        # The layout parser costs 10-100x plain text a page; past half the parse time limit the rest
+        # is read plain, said in a note, so a long document is not lost to the time limit.
+        layout_until = time.monotonic() + budget.timeout_seconds * LAYOUT_TIME_SHARE
         for index in range(page_count):
             if index >= budget.pdf_max_pages:
                 text.note(f"Stopped after {budget.pdf_max_pages:,} of {page_count:,} pages")
                 break
             loaded = None
+            if markdown is not None and time.monotonic() > layout_until:
+                markdown = None
+                last = index + 1 == page_count
+                rest = f"Page {page_count:,} was" if last else f"Pages {index + 1:,} to {page_count:,} were"
+                text.note(f"{rest} read as plain text: the layout took too long")
             scanned = False
             try:
                 page = loaded = document.load_page(index)
-                page_text = page.get_text("text", flags=flags)
-                ink = not page_text.strip() and _has_ink(page)
+                plain = page.get_text("text", flags=flags)
+                page_text = plain if markdown is None else markdown.page(document, index)
+                ink = not plain.strip() and _has_ink(page)
                 any_content = any_content or ink
-                if ocr is not None and ocr_mode is not None and needs_ocr(page, page_text, ocr_mode, ink):
-                    page_text, scanned = _recognised(ocr, page, page_text)
+                if ocr is not None and ocr_mode is not None and needs_ocr(page, plain, ocr_mode, ink):
+                    page_text, scanned = _recognised(ocr, page, plain)
             except Exception as exc:
                 # One malformed page should not lose the rest of the document.
                 log.info("pymupdf failed on page %d: %s", index + 1, exc)
@@ -97,7 +118,8 @@ def read_pdf(data: bytes, budget: ParseBudget, images: ImageOptions | None = Non
             if ocr is not None and ocr.notes():
                 sentence += f" (OCR: {'; '.join(ocr.notes())})"
             raise ScannedPdfError(sentence)
-        read_by = {"parser": "pymupdf", "ocr_pages": ocr.recognised if ocr is not None else None}
+        read_by = {"parser": "layout" if layout else "pymupdf",
+                   "ocr_pages": ocr.recognised if ocr is not None else None}
         if collector is None:
             return text.finish(**read_by)
         return text.finish(images=collector.images, placements=collector.placements,
@@ -115,6 +137,38 @@ def _recognised(ocr: OcrPass, page: object, page_text: str) -> tuple[str, bool]:
     if answer is None or answer.text is None:
         return page_text, False
     return answer.text, full_page_image(page)
+
+
+def _page_markdown(document: object, pages: int, text: TextBudget) -> PageMarkdown | None:
+    from sluice.parsing.pdf_layout import PageMarkdown
+
+    try:
+        return PageMarkdown(document, pages)
+    except Exception as exc:
+        # The text is still there without its structure: plain text, said in a note.
+        log.info("pymupdf4llm could not measure the PDF's fonts: %s", exc)
+        text.note("The layout could not be read; the text is plain, without headings")
+        return None
+
+
+# The fields whose value is text a reader typed or chose; a checkbox's value is "Yes" or "Off".
+_TEXT_FIELDS = (7, 3, 4)  # PDF_WIDGET_TYPE_TEXT, _COMBOBOX, _LISTBOX (pymupdf's constants)
+
+
+def _draw_field_values(document: object, pages: int) -> None:
+    """A filled form's values as its pages show them. Text extraction reads a field's appearance
+    stream (a form XObject), and many form fillers set the value (/V) without redrawing it: the
+    value is then in the file but on no page. Each text, combo or list field with a value has its
+    appearance drawn anew from the value, so both parsers read what was filled in, where it stands."""
+    for index in range(pages):
+        try:
+            page = document.load_page(index)  # type: ignore[attr-defined]
+            for widget in page.widgets(types=_TEXT_FIELDS):
+                if widget.field_value and isinstance(widget.field_value, str):
+                    widget.update()
+        except Exception as exc:
+            # A field that cannot be redrawn keeps the appearance it had; the page is still read.
+            log.info("pymupdf could not redraw the form fields on page %d: %s", index + 1, exc)
 
 
 def _has_ink(page: object) -> bool:

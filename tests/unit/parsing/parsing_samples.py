@@ -651,3 +651,114 @@ def pptx_with_chart() -> bytes:
     buffer = io.BytesIO()
     presentation.save(buffer)
     return buffer.getvalue()
+
+
+def pdf_with_structure() -> bytes:
+    """Two pages: headings in a bigger bold font over an 11 pt body, a bullet list, a ruled table,
+    and a heading at the top of page 2 (the ``layout`` parser's sample)."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page()
+    y = 72.0
+
+    def line(text: str, size: float = 11, font: str = "helv") -> None:
+        nonlocal y
+        page.insert_text((72, y), text, fontsize=size, fontname=font)
+        y += size * 1.6
+
+    line("Installation Guide", 20, "hebo")
+    for n in range(3):
+        line(f"This paragraph explains how the product is installed, sentence {n} of the body.")
+    line("Requirements", 15, "hebo")
+    for item in ("Python 3.11 or newer", "PostgreSQL 16 with pgvector", "Two gigabytes of memory"):
+        line(f"\u2022 {item}")
+    line("Configuration", 15, "hebo")
+    line("The settings below are read at start-up.")
+    rows = [("Setting", "Default", "Meaning"), ("chunk_size", "2500", "characters"), ("overlap", "200", "shared")]
+    top = y
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            rect = pymupdf.Rect(72 + c * 120, top + r * 20, 72 + (c + 1) * 120, top + (r + 1) * 20)
+            page.draw_rect(rect, color=(0, 0, 0), width=0.8)
+            page.insert_text((rect.x0 + 4, rect.y1 - 6), cell, fontsize=10)
+    second = document.new_page()
+    second.insert_text((72, 72), "Troubleshooting", fontsize=15, fontname="hebo")
+    second.insert_text((72, 100), "If the service does not start, read its log first.", fontsize=11)
+    return document.tobytes()
+
+
+def pdf_with_filled_form() -> bytes:
+    """A filled form as many form fillers leave it: each text field's value (/V) set after its
+    appearance stream was drawn empty, so no page shows the value; and a stamp whose text lives in
+    a form XObject (another page placed on this one)."""
+    import pymupdf
+
+    document = pymupdf.open()
+    page = document.new_page()
+    page.insert_text((72, 72), "Application form", fontsize=14)
+    for n, name in enumerate(("applicant", "city")):
+        widget = pymupdf.Widget()
+        widget.field_name = name
+        widget.field_type = pymupdf.PDF_WIDGET_TYPE_TEXT
+        widget.rect = pymupdf.Rect(72, 100 + n * 30, 300, 120 + n * 30)
+        widget.field_value = ""
+        page.add_widget(widget)
+    for widget, value in zip(page.widgets(), ("Ada Lovelace", "Marylebone"), strict=True):
+        document.xref_set_key(widget.xref, "V", pymupdf.get_pdf_str(value))
+    stamp = pymupdf.open()
+    stamp.new_page().insert_text((72, 72), "Received by the registry", fontsize=12)
+    page.show_pdf_page(pymupdf.Rect(72, 400, 372, 600), stamp, 0)
+    return document.tobytes()
+
+
+def odp_with_embedded_objects() -> bytes:
+    """One slide holding two embedded objects, as LibreOffice writes them: a chart (``Object 1``:
+    its title and its data table) and a text document (``Object 2``), each in its own folder with its
+    own content.xml."""
+    from odf.chart import Chart, PlotArea, Title
+    from odf.draw import Frame, Object, Page
+    from odf.opendocument import OpenDocumentChart, OpenDocumentPresentation, OpenDocumentText
+    from odf.style import MasterPage, PageLayout
+    from odf.table import Table, TableCell, TableHeaderRows, TableRow, TableRows
+    from odf.text import P
+
+    document = OpenDocumentPresentation()
+    layout = PageLayout(name="Layout")
+    document.automaticstyles.addElement(layout)
+    master = MasterPage(name="Master", pagelayoutname=layout)
+    document.masterstyles.addElement(master)
+
+    chart_document = OpenDocumentChart()
+    chart = Chart(attributes={"class": "chart:bar"})
+    title = Title()
+    title.addElement(P(text="Revenue by region"))
+    chart.addElement(title)
+    chart.addElement(PlotArea())
+    table = Table(name="local-table")
+    header, body = TableHeaderRows(), TableRows()
+    for target, values in ((header, ("", "Revenue")), (body, ("North", "42")), (body, ("South", "17"))):
+        row = TableRow()
+        for value in values:
+            cell = TableCell()
+            if value:
+                cell.addElement(P(text=value))
+            row.addElement(cell)
+        target.addElement(row)
+    table.addElement(header)
+    table.addElement(body)
+    chart.addElement(table)
+    chart_document.chart.addElement(chart)
+
+    text_document = OpenDocumentText()
+    text_document.text.addElement(P(text="Footnote kept in an embedded text frame"))
+
+    page = Page(masterpagename=master)
+    for n, embedded in enumerate((chart_document, text_document)):
+        frame = Frame(width="10cm", height="6cm", x="1cm", y=f"{1 + 7 * n}cm")
+        frame.addElement(Object(href=document.addObject(embedded)))
+        page.addElement(frame)
+    document.presentation.addElement(page)
+    buffer = io.BytesIO()
+    document.write(buffer)
+    return buffer.getvalue()

@@ -14,8 +14,10 @@ from parsing_samples import (
     budget,
     docx_bytes,
     odp_bytes,
+    odp_with_embedded_objects,
     ods_bytes,
     odt_bytes,
+    pdf_with_filled_form,
     pptx_bytes,
     strict_ooxml,
     xlsx_bytes,
@@ -23,6 +25,7 @@ from parsing_samples import (
 
 from sluice.errors import DocumentRefused, EncryptedDocumentError, ParseError, UnsupportedTypeError
 from sluice.parsing import ParsedDocument, extract, sniff
+from sluice.parsing.options import ParserOptions
 
 
 def read(data: bytes, name: str, **limits: int) -> ParsedDocument:
@@ -290,3 +293,47 @@ def test_a_chart_keeps_its_title_series_and_categories() -> None:
     assert read(pptx_with_chart(), "inspections.pptx").text == (
         "Inspections by city, 2026\nSeries: Boiler inspections, Chimney sweeps\nCategories: Lisbon, Porto, Faro"
     )
+
+
+# --- PDF forms ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", [False, True], ids=["pymupdf", "layout"])
+def test_a_filled_forms_values_are_read_even_where_no_appearance_shows_them(layout: bool) -> None:
+    data = pdf_with_filled_form()
+    parser = ParserOptions(name="layout" if layout else "pymupdf")
+    text = extract(data, sniff(data, "form.pdf"), budget(), parser=parser).text
+    assert "Ada Lovelace" in text
+    assert "Marylebone" in text
+    assert "Received by the registry" in text  # the form XObject's text
+
+
+def test_odp_text_inside_embedded_objects_is_read_on_its_slide() -> None:
+    document = read(odp_with_embedded_objects(), "deck.odp")
+    assert [page.number for page in document.pages] == [1]
+    assert document.text.splitlines() == [
+        "Revenue by region",
+        "\tRevenue",
+        "North\t42",
+        "South\t17",
+        "Footnote kept in an embedded text frame",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "words"),
+    [
+        (lambda: docx_bytes(["Quarterly letter"]), "docx", "Quarterly letter"),
+        (lambda: xlsx_bytes({"Sales": [["North", 42.0]]}), "xlsx", "North"),
+        (pptx_bytes, "pptx", "Quarterly results"),
+        (lambda: odt_bytes(["Minutes of the meeting"]), "odt", "Minutes of the meeting"),
+    ],
+    ids=["docx", "xlsx", "pptx", "odt"],
+)
+def test_an_office_file_renamed_zip_is_read_as_the_document_not_unpacked(make, kind: str, words: str) -> None:
+    data = make()
+    found = sniff(data, "bundle.zip")
+    assert found.kind == kind and found.note is not None
+    document = extract(data, found, budget())
+    assert words in document.text
+    assert document.members is None
