@@ -90,7 +90,7 @@ def _reap_attachment(res: ChatResources, attachment: Attachment, idle: int, queu
                      reaped: ChatReaped) -> None:
     if attachment.redriven_attempt != attachment.attempt:
         with res.uow() as conn:
-            marked = repo.settle_stale_attachment(conn, attachment, redriven_attempt=attachment.attempt)
+            marked = repo.mark_redriven(conn, attachment)
         if marked:
             res.send_job(AttachmentJob(attachment.id, attachment.attempt).message())
             reaped.redriven += 1
@@ -100,9 +100,7 @@ def _reap_attachment(res: ChatResources, attachment: Attachment, idle: int, queu
         reaped.waiting += 1
     else:
         with res.uow() as conn:
-            failed = repo.settle_stale_attachment(conn, attachment, status="failed",
-                                                  error_message=stalled(attachment.status, idle),
-                                                  progress_done=None, progress_total=None)
+            failed = repo.fail_stale_attachment(conn, attachment, stalled(attachment.status, idle))
         reaped.failed += int(failed)
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sluice.db import documents as doc_repo
-from sluice.db.connection import Connection
 from sluice.db.documents import Document
 from sluice.ingest.events import ParseJob, object_created_message
 from sluice.ingest.runner import StageContext
@@ -132,8 +131,8 @@ def _awaited_its_upload(doc: Document) -> bool:
 
 def _fail(ctx: StageContext, doc: Document, reason: str) -> int:
     with ctx.uow() as conn:
-        failed = doc_repo.update(conn, doc.id, expect_attempt=doc.attempt, expect_updated_at=doc.updated_at,
-                                 status="error", error_message=reason, completed_at=datetime.now(UTC))
+        failed = doc_repo.mark_failed(conn, doc.id, reason, expect_attempt=doc.attempt,
+                                      expect_updated_at=doc.updated_at)
     if failed:
         log.warning("failed a stalled document", extra={"document_id": str(doc.id), "stage": doc.stage})
     return int(failed)
@@ -149,23 +148,3 @@ class _Backlog:
         if queue.queue_url not in self._seen:
             self._seen[queue.queue_url] = queue.waiting() > 0
         return self._seen[queue.queue_url]
-
-
-def fail_in_flight(conn: Connection, reason: str) -> int:
-    """Mark every document still processing ``error`` with ``reason``; returns how many.
-
-    For a store that starts empty (the local runtime after a restart): its queued
-    messages and stage artifacts are gone, so no stage will ever claim these rows.
-    """
-    cur = conn.execute(
-        "UPDATE documents SET status = 'error', error_message = %s, last_failure = NULL, completed_at = now(), "
-        "updated_at = now() WHERE status = 'processing'",
-        (reason,),
-    )
-    return cur.rowcount
-
-
-def stored_originals(conn: Connection) -> int:
-    """How many documents name a stored original (after a local restart, none of them is there)."""
-    row = conn.execute("SELECT count(*) AS n FROM documents WHERE storage_path IS NOT NULL").fetchone()
-    return int(row["n"]) if row else 0

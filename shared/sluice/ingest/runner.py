@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from sluice.access.vision import ImageDescriptionChoice
 from sluice.config import Settings
@@ -98,8 +97,7 @@ def fail_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, sta
     log.warning("document failed", exc_info=None if is_refusal(exc) else exc,
                 extra={"document_id": str(doc_id), "stage": stage, "error_type": type(exc).__name__})
     with ctx.uow() as conn:
-        doc_repo.update(conn, doc_id, expect_attempt=attempt, status="error", stage=stage,
-                        error_message=failure_summary(stage, exc), completed_at=datetime.now(UTC))
+        doc_repo.mark_failed(conn, doc_id, failure_summary(stage, exc), stage=stage, expect_attempt=attempt)
 
 
 def note_failed_delivery(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str,

@@ -198,7 +198,8 @@ class LocalRuntime:
         move again, so those rows fail with a sentence saying why, never stay processing.
         Returns (documents failed, documents whose stored original is gone)."""
         from sluice.db.connection import transaction
-        from sluice.ingest.recovery import LOCAL_RESET, fail_in_flight, stored_originals
+        from sluice.db.documents import fail_in_flight, stored_originals
+        from sluice.ingest.recovery import LOCAL_RESET
 
         with transaction() as conn:
             row = conn.execute("SELECT to_regclass('documents') IS NOT NULL AS present").fetchone()
