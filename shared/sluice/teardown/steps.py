@@ -27,7 +27,7 @@ from typing import Any
 
 from sluice.db import documents as doc_repo
 from sluice.db import teardowns as td_repo
-from sluice.db.connection import Connection
+from sluice.db.connection import Connection, set_lock_timeout
 from sluice.db.teardowns import GoneDocument, Teardown
 from sluice.storage import content_key
 from sluice.teardown.context import TeardownContext
@@ -116,7 +116,7 @@ def _finished(step: str, td: Teardown | None) -> dict[str, Any]:
 
 def _lock_timeout(conn: Connection, ctx: TeardownContext) -> None:
     ms = max(1, int(ctx.settings.teardown_lock_timeout_seconds * 1000))
-    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{ms}ms",))
+    set_lock_timeout(conn, ms)
 
 
 # --- chunks ------------------------------------------------------------------------------------
