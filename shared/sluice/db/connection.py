@@ -116,7 +116,7 @@ def set_lock_timeout(conn: Connection, ms: int) -> None:
     conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{ms}ms",))
 
 
-def set_role_password(conn: Connection, role: str, password: str) -> None:
+def set_role_password(conn: psycopg.Connection[Any], role: str, password: str) -> None:
     """Give ``role`` a password (the local runtime's exposed PostgreSQL)."""
     from psycopg import sql
 
