@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sluice import jobs
 from sluice.chat import overview
 from sluice.chat.conversations import attachments_with_files, owned_conversation
 from sluice.chat.files import parse_id
@@ -254,8 +255,11 @@ def fail_interrupted(uow: UnitOfWork) -> int:
 
 def run_job(res: ChatResources, job: AttachmentJob, time_left: TimeLeft) -> None:
     """Advance one attachment as far as the time allows; send a continuation if it is not done."""
-    stage = "reading"
-    try:
+    stage = "reading"  # the step at work, for a failure's summary
+
+    def work(job: AttachmentJob) -> None:
+        # Loaded inside the work, so a failure reading the rows is settled like one of its steps.
+        nonlocal stage
         with res.uow() as conn:
             attachment = repo.attachment_by_id(conn, job.attachment_id)
             file = repo.file_by_id(conn, attachment.file_id, with_text=True) if attachment is not None else None
@@ -275,18 +279,16 @@ def run_job(res: ChatResources, job: AttachmentJob, time_left: TimeLeft) -> None
             stage = attachment.status
         if attachment.status == "summarizing" and not _summarize(res, attachment, file, time_left):
             res.send_job(job.message())
-    except StaleAttachment:
-        return
-    except Exception as exc:
-        if _final(exc):
-            _fail(res, job, _summary(exc, stage))
-            return
+
+    def retry_later(job: AttachmentJob, exc: BaseException) -> None:
         log.warning("attachment work failed; the queue will deliver it again", exc_info=exc,
                     extra={"attachment_id": str(job.attachment_id), "stage": stage})
         with res.uow() as conn:
             repo.update_attachment(conn, job.attachment_id, expect_attempt=job.attempt,
                                    last_failure=_summary(exc, stage))
-        raise
+
+    jobs.run(lambda: job, work, is_final=_final, fail=lambda job, exc: _fail(res, job, _summary(exc, stage)),
+             retry_later=retry_later, stale=(StaleAttachment,))
 
 
 def _reload(res: ChatResources, job: AttachmentJob) -> Attachment:

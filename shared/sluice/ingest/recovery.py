@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from sluice import jobs
 from sluice.db import documents as doc_repo
 from sluice.db.documents import Document
 from sluice.ingest.events import ParseJob, object_created_message
@@ -95,18 +96,21 @@ def _reap_one(ctx: StageContext, queues: StageQueues, backlog: _Backlog, doc: Do
         reaped.failed += _fail(ctx, doc, NEVER_ARRIVED if _awaited_its_upload(doc) else STORED_FILE_GONE)
         return
     queue, message = resume
-    if doc.redriven_attempt != doc.attempt:
+
+    def mark_redriven() -> bool:
         with ctx.uow() as conn:
-            marked = doc_repo.update(conn, doc.id, expect_attempt=doc.attempt, expect_updated_at=doc.updated_at,
-                                     redriven_attempt=doc.attempt)
-        if marked:
-            queue.send(message)
-            reaped.redriven += 1
-            log.warning("resumed a stalled document", extra={"document_id": str(doc.id), "stage": doc.stage})
-    elif backlog.busy(queue):
-        reaped.waiting += 1
-    else:
-        reaped.failed += _fail(ctx, doc, interrupted(doc.stage, idle))
+            return doc_repo.update(conn, doc.id, expect_attempt=doc.attempt, expect_updated_at=doc.updated_at,
+                                   redriven_attempt=doc.attempt)
+
+    def resend() -> None:
+        queue.send(message)
+        log.warning("resumed a stalled document", extra={"document_id": str(doc.id), "stage": doc.stage})
+
+    outcome = jobs.settle_stalled(redriven=doc.redriven_attempt == doc.attempt, mark_redriven=mark_redriven,
+                                  resend=resend, backlog=lambda: backlog.busy(queue),
+                                  fail=lambda: bool(_fail(ctx, doc, interrupted(doc.stage, idle))))
+    if outcome:
+        setattr(reaped, outcome, getattr(reaped, outcome) + 1)
 
 
 def _resume_from(store: ObjectStore, queues: StageQueues, doc: Document) -> tuple[JobQueue, dict[str, Any]] | None:
