@@ -32,27 +32,43 @@ $(MODEL): $(VENV)/.installed shared/sluice/embedding/export.py
 
 # Production (Aurora) runs pgvector 0.8; pgserver ships 0.6.2, which lacks the iterative index
 # scans the search plans for. So build pgvector from PGVECTOR_SRC with pgserver's own pg_config and
-# install it into the venv's embedded PostgreSQL in place (~7 s). The build runs in a temporary copy,
-# leaving the source tree untouched; it is skipped when the installed version already matches. Without
-# the source or a C compiler, 0.6.2 stays and one line says so.
+# install it into the venv's embedded PostgreSQL in place (~7 s). Without PGVECTOR_SRC (a clone of
+# this repository alone), a shallow clone of the tagged release is kept in PGVECTOR_CACHE and built
+# from there; offline that clone gives up within PGVECTOR_CLONE_TIMEOUT seconds. The build runs in a
+# temporary copy, leaving the source tree untouched; it is skipped when the installed version already
+# matches. Without any source or a C compiler, 0.6.2 stays and one line says so.
+PGVECTOR_TAG   ?= v0.8.6
+PGVECTOR_URL   ?= https://github.com/pgvector/pgvector
+PGVECTOR_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sluice/pgvector-$(PGVECTOR_TAG)
+PGVECTOR_CLONE_TIMEOUT ?= 20
 install: $(VENV)/.installed $(MODEL) libreoffice tesseract
 	@pg_config=$$($(BIN)/python -W ignore -c 'import os, pgserver; print(os.path.join(os.path.dirname(pgserver.__file__), "pginstall", "bin", "pg_config"))'); \
 	version_of() { sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$$1" 2>/dev/null; }; \
 	have=$$(version_of "$$($$pg_config --sharedir)/extension/vector.control"); \
-	want=$$(version_of "$(PGVECTOR_SRC)/vector.control"); \
+	src="$(PGVECTOR_SRC)"; cache="$(PGVECTOR_CACHE)"; \
+	if [ ! -f "$$src/vector.control" ]; then \
+		src="$$cache"; \
+		if [ ! -f "$$cache/vector.control" ] && command -v git >/dev/null 2>&1; then \
+			rm -rf "$$cache.part" && mkdir -p "$$(dirname "$$cache")" && \
+			GIT_TERMINAL_PROMPT=0 timeout $(PGVECTOR_CLONE_TIMEOUT) git -c http.lowSpeedLimit=1000 -c http.lowSpeedTime=10 \
+				clone --quiet --depth 1 --branch "$(PGVECTOR_TAG)" "$(PGVECTOR_URL)" "$$cache.part" >/dev/null 2>&1 && \
+			mv "$$cache.part" "$$cache"; rm -rf "$$cache.part"; \
+		fi; \
+	fi; \
+	want=$$(version_of "$$src/vector.control"); \
 	if [ -z "$$want" ]; then \
-		echo "pgvector: keeping the installed $$have: no source at PGVECTOR_SRC=$(PGVECTOR_SRC) (README: pgvector 0.8)"; \
+		echo "pgvector: keeping the installed $$have: no source at PGVECTOR_SRC=$(PGVECTOR_SRC), and $(PGVECTOR_URL) ($(PGVECTOR_TAG)) could not be cloned (README: pgvector 0.8)"; \
 	elif [ "$$want" = "$$have" ]; then \
-		echo "pgvector: $$have (built from $(PGVECTOR_SRC))"; \
+		echo "pgvector: $$have (built from $$src)"; \
 	elif ! command -v "$${CC:-cc}" >/dev/null 2>&1; then \
-		echo "pgvector: keeping pgserver's $$have: no C compiler to build $(PGVECTOR_SRC) ($$want)"; \
+		echo "pgvector: keeping pgserver's $$have: no C compiler to build $$src ($$want)"; \
 	else \
-		tmp=$$(mktemp -d) && log="$(VENV)/pgvector-build.log" && cp -r "$(PGVECTOR_SRC)/." "$$tmp/" && chmod -R u+w "$$tmp" && \
+		tmp=$$(mktemp -d) && log="$(VENV)/pgvector-build.log" && cp -r "$$src/." "$$tmp/" && chmod -R u+w "$$tmp" && \
 		if $(MAKE) -C "$$tmp" PG_CONFIG="$$pg_config" >"$$log" 2>&1 && \
 		   $(MAKE) -C "$$tmp" install PG_CONFIG="$$pg_config" >>"$$log" 2>&1; then \
-			echo "pgvector: built $$want from $(PGVECTOR_SRC) into the embedded PostgreSQL (was $$have)"; \
+			echo "pgvector: built $$want from $$src into the embedded PostgreSQL (was $$have)"; \
 		else \
-			echo "pgvector: keeping pgserver's $$have: building $(PGVECTOR_SRC) failed, see $$log"; \
+			echo "pgvector: keeping pgserver's $$have: building $$src failed, see $$log"; \
 		fi; rm -rf "$$tmp"; \
 	fi
 

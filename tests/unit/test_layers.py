@@ -4,13 +4,15 @@ module imports another's private names. Imports inside functions count as much a
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "sluice"
 
 # Lowest first. Within a layer, modules may import each other; a layer never imports one above it.
 LAYERS: list[set[str]] = [
-    {"errors", "config", "identity"},  # what everything stands on
+    # what everything stands on (retry: the provider retry loop; jobs: the queued job's skeleton)
+    {"errors", "config", "identity", "retry", "jobs"},
     {"parsing", "chunking", "embedding", "storage", "llm"},  # readers, splitters, providers, the object store
     {"db"},  # the tracking tables and their repositories
     {"vectors"},  # the runtime vector tables
@@ -79,3 +81,44 @@ def test_every_package_of_sluice_has_a_layer():
     tops = {p.name if p.is_dir() else p.stem for p in PACKAGE.iterdir()
             if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.stem != "__init__")}
     assert tops == set().union(*LAYERS)
+
+
+# SQL is written under db/ and vectors/ only: elsewhere no call of ``execute``/``executemany`` and no
+# string that opens like a statement (the keywords in capitals, as this package writes SQL, so prose
+# such as "Update the base" is not one).
+SQL_HOMES = {"db", "vectors"}
+_STATEMENT = re.compile(
+    r"^\s*(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|WITH\s+\w+\s+AS|ALTER|CREATE|DROP|TRUNCATE"
+    r"|COPY|LOCK\s+TABLE)\b", re.MULTILINE)
+
+
+def _sql_outside_its_homes(name: str, tree: ast.AST) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("execute", "executemany"):
+            found.append(f"{name}:{node.lineno} calls {node.func.attr}()")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _STATEMENT.search(node.value):
+            found.append(f"{name}:{node.lineno} holds SQL {node.value.strip()[:40]!r}")
+    return found
+
+
+def test_sql_lives_under_db_and_vectors_only():
+    wrong: list[str] = []
+    for name, path in _module_files():
+        if _top(name) in SQL_HOMES:
+            continue
+        wrong += _sql_outside_its_homes(name, ast.parse(path.read_text(encoding="utf-8")))
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_sql_check_finds_what_it_must_and_nothing_else():
+    caught = _sql_outside_its_homes("m", ast.parse(
+        'conn.execute("x")\n'
+        'q = f"SELECT {cols} FROM t"\n'
+        'r = """\n    UPDATE documents SET status = 1"""\n'
+        'cur.executemany("y", [])\n'))
+    assert sorted(c.split(" ", 1)[0] for c in caught) == ["m:1", "m:2", "m:3", "m:5"]
+    assert _sql_outside_its_homes("m", ast.parse(
+        'a = "Select the base."\nb = "Update the document, then retry."\nc = "WITH care"\n'
+        'pool.submit(run)\nsfn.start_execution(x)\n')) == []

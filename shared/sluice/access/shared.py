@@ -20,8 +20,6 @@ also requires the reader's organization to be the sharer's.
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Sequence
 
 from sluice.access.bases import DefaultEmbedding, claim_name, derive_collection_name
@@ -91,26 +89,18 @@ def recipients_base(conn: Connection, org_id: str, created_by: str, default: Def
             pass
         if attempt == 2:
             raise ConflictError("No free collection name was found for the shared pool; try again.")
-    conn.execute(
-        """
-        INSERT INTO knowledge_bases (id, name, collection_name, scope, owner_id, org_id, description,
-            embedding_provider, embedding_model, embedding_dim, ingestion_config, created_by)
-        VALUES (%s, %s, %s, %s, NULL, %s, %s, %s, %s, %s, %s::jsonb, %s)
-        ON CONFLICT (org_id) WHERE scope = 'recipients' DO NOTHING
-        """,
-        (uuid.uuid4(), _BASE_NAME, name, RECIPIENTS, org_id,
-         "Documents shared into members' private pools; each is read by its recipients only.",
-         entry.provider, entry.model, entry.dim, json.dumps(config.model_dump(exclude_none=True)), created_by),
-    )
+    kb_repo.insert_recipients_base(
+        conn, name=_BASE_NAME, collection_name=name, org_id=org_id,
+        description="Documents shared into members' private pools; each is read by its recipients only.",
+        model=entry, ingestion_config=config.model_dump(exclude_none=True), created_by=created_by)
     created = _existing(conn, org_id)
     assert created is not None
     return created
 
 
 def _existing(conn: Connection, org_id: str) -> KnowledgeBase | None:
-    row = conn.execute("SELECT id FROM knowledge_bases WHERE scope = %s AND org_id = %s",
-                       (RECIPIENTS, org_id)).fetchone()
-    return kb_repo.get(conn, row["id"]) if row else None
+    kb_id = kb_repo.recipients_base_id(conn, org_id)
+    return kb_repo.get(conn, kb_id) if kb_id is not None else None
 
 
 def is_shared(conn: Connection, doc: Document) -> bool:

@@ -29,13 +29,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sluice import jobs
 from sluice.chat import overview
 from sluice.chat.conversations import attachments_with_files, owned_conversation
 from sluice.chat.files import parse_id
 from sluice.chat.resources import ChatResources
 from sluice.chunking import Chunk, IngestionConfig, resolve_plan, split_text
 from sluice.db import chat as repo
-from sluice.db.chat import Attachment, ChatFile
+from sluice.db.chat import Attachment, AttachmentStatus, ChatFile, Tier
 from sluice.db.connection import UnitOfWork
 from sluice.errors import (
     AttachmentLimitError,
@@ -101,13 +102,13 @@ class AttachmentJob:
         return cls(uuid.UUID(str(body[JOB_KEY])), int(body["attempt"]))
 
 
-def tier_for(tokens: int, res: ChatResources) -> str | None:
+def tier_for(tokens: int, res: ChatResources) -> Tier | None:
     """None for no text; small, medium or large by the thresholds of R-CHAT-2."""
     if tokens <= 0:
         return None
     if tokens <= res.settings.chat_full_text_max_tokens:
-        return "small"
-    return "medium" if tokens <= res.settings.chat_large_tokens else "large"
+        return Tier.SMALL
+    return Tier.MEDIUM if tokens <= res.settings.chat_large_tokens else Tier.LARGE
 
 
 # --- the routes' side -------------------------------------------------------------------------
@@ -137,10 +138,7 @@ def attach(res: ChatResources, p: Principal, conversation_id: str, file_id: str 
         if existing is not None:
             # A failed attachment is attached again: the work restarts under a new attempt.
             chunk_store.delete_chunks(conn, existing.id)
-            repo.update_attachment(conn, existing.id, attempt=existing.attempt + 1, status="reading", tier=None,
-                                   tokens=None, progress_done=None, progress_total=None, chunk_count=0,
-                                   overview=None, overview_kind=None, overview_note=None, partial_summaries=[],
-                                   error_message=None, last_failure=None)
+            repo.restart_attachment(conn, existing.id, existing.attempt + 1)
             attachment = repo.attachment_by_id(conn, existing.id)
             assert attachment is not None
         else:
@@ -175,9 +173,8 @@ def _queue(res: ChatResources, attachment: Attachment) -> None:
     except Exception:
         log.exception("queueing an attachment failed", extra={"attachment_id": str(attachment.id)})
         with res.uow() as conn:
-            repo.update_attachment(conn, attachment.id, expect_attempt=attachment.attempt, status="failed",
-                                   error_message="The attachment could not be queued for indexing; attach the "
-                                                 "file again.")
+            repo.fail_attachment(conn, attachment.id, "The attachment could not be queued for indexing; attach "
+                                 "the file again.", expect_attempt=attachment.attempt)
         raise
 
 
@@ -258,8 +255,11 @@ def fail_interrupted(uow: UnitOfWork) -> int:
 
 def run_job(res: ChatResources, job: AttachmentJob, time_left: TimeLeft) -> None:
     """Advance one attachment as far as the time allows; send a continuation if it is not done."""
-    stage = "reading"
-    try:
+    stage = "reading"  # the step at work, for a failure's summary
+
+    def work(job: AttachmentJob) -> None:
+        # Loaded inside the work, so a failure reading the rows is settled like one of its steps.
+        nonlocal stage
         with res.uow() as conn:
             attachment = repo.attachment_by_id(conn, job.attachment_id)
             file = repo.file_by_id(conn, attachment.file_id, with_text=True) if attachment is not None else None
@@ -279,18 +279,16 @@ def run_job(res: ChatResources, job: AttachmentJob, time_left: TimeLeft) -> None
             stage = attachment.status
         if attachment.status == "summarizing" and not _summarize(res, attachment, file, time_left):
             res.send_job(job.message())
-    except StaleAttachment:
-        return
-    except Exception as exc:
-        if _final(exc):
-            _fail(res, job, _summary(exc, stage))
-            return
+
+    def retry_later(job: AttachmentJob, exc: BaseException) -> None:
         log.warning("attachment work failed; the queue will deliver it again", exc_info=exc,
                     extra={"attachment_id": str(job.attachment_id), "stage": stage})
         with res.uow() as conn:
             repo.update_attachment(conn, job.attachment_id, expect_attempt=job.attempt,
                                    last_failure=_summary(exc, stage))
-        raise
+
+    jobs.run(lambda: job, work, is_final=_final, fail=lambda job, exc: _fail(res, job, _summary(exc, stage)),
+             retry_later=retry_later, stale=(StaleAttachment,))
 
 
 def _reload(res: ChatResources, job: AttachmentJob) -> Attachment:
@@ -319,8 +317,7 @@ def _summary(exc: BaseException, stage: str) -> str:
 
 def _fail(res: ChatResources, job: AttachmentJob, message: str) -> None:
     with res.uow() as conn:
-        repo.update_attachment(conn, job.attachment_id, expect_attempt=job.attempt, status="failed",
-                               error_message=message, progress_done=None, progress_total=None)
+        repo.fail_attachment(conn, job.attachment_id, message, expect_attempt=job.attempt)
 
 
 def _grade(res: ChatResources, attachment: Attachment, file: ChatFile) -> bool:
@@ -328,23 +325,20 @@ def _grade(res: ChatResources, attachment: Attachment, file: ChatFile) -> bool:
     text = file.parsed_content or ""
     tokens = res.tokens().count(text) if text.strip() else 0
     tier = tier_for(tokens, res)
-    values: dict[str, Any]
-    if tier is None:
-        reason = f"{NO_TEXT}: {file.parse_error}" if file.parse_error else NO_TEXT
-        values = {"status": "failed", "tokens": 0, "error_message": reason}
-    elif tier == "small":
-        values = {"status": "full_text", "tier": tier, "tokens": tokens}
-    else:
+    chunk_count = batches = 0
+    if tier is not None and tier != Tier.SMALL:
         chunks = _chunks(res, file)
-        batches = math.ceil(len(chunks) / max(1, res.settings.embed_batch_size))
-        values = {"status": "indexing", "tier": tier, "tokens": tokens, "chunk_count": len(chunks),
-                  "progress_done": 0, "progress_total": batches}
+        chunk_count, batches = len(chunks), math.ceil(len(chunks) / max(1, res.settings.embed_batch_size))
     with res.uow() as conn:
         current = repo.attachment_by_id(conn, attachment.id, for_update=True)
         if current is None or not current.is_current(attachment.attempt) or current.status != "reading":
             raise StaleAttachment(str(attachment.id))
-        repo.update_attachment(conn, attachment.id, **values)
-    return bool(values["status"] == "indexing")
+        if tier is None:
+            reason = f"{NO_TEXT}: {file.parse_error}" if file.parse_error else NO_TEXT
+            repo.fail_attachment(conn, attachment.id, reason, tokens=0)
+            return False
+        status = repo.grade_attachment(conn, attachment.id, tier, tokens, chunk_count=chunk_count, batches=batches)
+    return status == AttachmentStatus.INDEXING
 
 
 def _chunks(res: ChatResources, file: ChatFile) -> list[Chunk]:
@@ -383,8 +377,7 @@ def _index(res: ChatResources, attachment: Attachment, file: ChatFile, time_left
                           fan_in=res.settings.chat_overview_fan_in, large=attachment.tier == "large")
     with res.uow() as conn:
         _lock_step(conn, attachment, "indexing", done)
-        repo.update_attachment(conn, attachment.id, status="summarizing", chunk_count=len(chunks),
-                               progress_done=0, progress_total=len(calls), partial_summaries=[])
+        repo.start_summarizing(conn, attachment.id, chunk_count=len(chunks), calls=len(calls))
     return True
 
 
@@ -441,9 +434,7 @@ def _summarize(res: ChatResources, attachment: Attachment, file: ChatFile, time_
     note = (f"The overview stops at its size limit ({s.chat_overview_tokens} tokens)." if truncated else None)
     with res.uow() as conn:
         _lock_step(conn, attachment, "summarizing", len(outputs))
-        repo.update_attachment(conn, attachment.id, status="indexed", overview=final, overview_kind="model",
-                               overview_note=note, partial_summaries=[], progress_done=None,
-                               progress_total=None, last_failure=None)
+        repo.mark_indexed(conn, attachment.id, final, kind="model", note=note)
     return True
 
 
@@ -455,9 +446,7 @@ def _write_extractive(res: ChatResources, attachment: Attachment, chunks: list[s
         current = repo.attachment_by_id(conn, attachment.id, for_update=True)
         if current is None or not current.is_current(attachment.attempt) or current.status != "summarizing":
             raise StaleAttachment(str(attachment.id))
-        repo.update_attachment(conn, attachment.id, status="indexed", overview=text, overview_kind="extractive",
-                               overview_note=note, partial_summaries=[], progress_done=None,
-                               progress_total=None, last_failure=None)
+        repo.mark_indexed(conn, attachment.id, text, kind="extractive", note=note)
 
 
 def on_dead_job(res: ChatResources, job: AttachmentJob) -> None:

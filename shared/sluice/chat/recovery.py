@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from sluice import jobs
 from sluice.chat.attachments import AttachmentJob
 from sluice.chat.resources import ChatResources
 from sluice.db import chat as repo
@@ -88,22 +89,23 @@ def reap(res: ChatResources, *, backlog: Callable[[], bool], limit: int = 500) -
 
 def _reap_attachment(res: ChatResources, attachment: Attachment, idle: int, queue_busy: Callable[[], bool],
                      reaped: ChatReaped) -> None:
-    if attachment.redriven_attempt != attachment.attempt:
+    def mark_redriven() -> bool:
         with res.uow() as conn:
-            marked = repo.settle_stale_attachment(conn, attachment, redriven_attempt=attachment.attempt)
-        if marked:
-            res.send_job(AttachmentJob(attachment.id, attachment.attempt).message())
-            reaped.redriven += 1
-            log.warning("resumed a stalled attachment", extra={"attachment_id": str(attachment.id),
-                                                               "status": attachment.status})
-    elif queue_busy():
-        reaped.waiting += 1
-    else:
+            return repo.mark_redriven(conn, attachment)
+
+    def resend() -> None:
+        res.send_job(AttachmentJob(attachment.id, attachment.attempt).message())
+        log.warning("resumed a stalled attachment", extra={"attachment_id": str(attachment.id),
+                                                           "status": attachment.status})
+
+    def fail() -> bool:
         with res.uow() as conn:
-            failed = repo.settle_stale_attachment(conn, attachment, status="failed",
-                                                  error_message=stalled(attachment.status, idle),
-                                                  progress_done=None, progress_total=None)
-        reaped.failed += int(failed)
+            return repo.fail_stale_attachment(conn, attachment, stalled(attachment.status, idle))
+
+    outcome = jobs.settle_stalled(redriven=attachment.redriven_attempt == attachment.attempt,
+                                  mark_redriven=mark_redriven, resend=resend, backlog=queue_busy, fail=fail)
+    if outcome:
+        setattr(reaped, outcome, getattr(reaped, outcome) + 1)
 
 
 def _reap_upload(res: ChatResources, file: ChatFile) -> int:

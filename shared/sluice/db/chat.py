@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -54,7 +55,26 @@ class ChatMessage:
     created_at: datetime | None
 
 
-WORKING = ("reading", "indexing", "summarizing")
+class AttachmentStatus(StrEnum):
+    """An attachment's state; only the transitions below change it (``update_attachment`` refuses it)."""
+
+    READING = "reading"  # attached, its tokens not yet counted
+    INDEXING = "indexing"  # medium or large: its chunks being embedded, batch by batch
+    SUMMARIZING = "summarizing"  # chunks stored, the overview being written
+    FULL_TEXT = "full_text"  # small: the whole text goes into the context, nothing indexed
+    INDEXED = "indexed"  # chunks and overview written
+    FAILED = "failed"  # with the sentence in ``error_message``; attaching again restarts it
+
+
+class Tier(StrEnum):
+    """How an attachment reaches the context (R-CHAT-2), by its tokens; set once, when it is graded."""
+
+    SMALL = "small"
+    MEDIUM = "medium"
+    LARGE = "large"
+
+
+WORKING = (AttachmentStatus.READING, AttachmentStatus.INDEXING, AttachmentStatus.SUMMARIZING)
 
 
 @dataclass
@@ -64,8 +84,8 @@ class Attachment:
     file_id: uuid.UUID
     user_id: str
     attempt: int
-    status: str
-    tier: str | None
+    status: AttachmentStatus
+    tier: Tier | None
     tokens: int | None
     progress_done: int | None
     progress_total: int | None
@@ -80,6 +100,10 @@ class Attachment:
     registered_document_id: uuid.UUID | None
     created_at: datetime | None
     updated_at: datetime | None
+
+    def __post_init__(self) -> None:
+        self.status = AttachmentStatus(self.status)
+        self.tier = Tier(self.tier) if self.tier is not None else None
 
     @property
     def working(self) -> bool:
@@ -256,18 +280,86 @@ def attachments_of(conn: Connection, conversation_id: uuid.UUID) -> list[Attachm
     return [Attachment(**r) for r in rows]
 
 
+# What ``update_attachment`` may set: a step's progress and facts. The status and the tier, and the
+# fields that go with them, change only through the transitions below.
+_ATTACHMENT_UPDATABLE = {"progress_done", "progress_total", "partial_summaries", "last_failure",
+                         "registered_document_id"}
+
+
 def update_attachment(conn: Connection, attachment_id: uuid.UUID, *, expect_attempt: int | None = None,
                       **values: Any) -> bool:
     """Set ``values`` (and ``updated_at``); with ``expect_attempt`` only while that attempt is still at work."""
+    unknown = set(values) - _ATTACHMENT_UPDATABLE
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}; a status or tier changes through a named transition")
+    return _set_attachment(conn, attachment_id, values, expect_attempt=expect_attempt)
+
+
+def _set_attachment(conn: Connection, attachment_id: uuid.UUID, values: dict[str, Any], *,
+                    expect_attempt: int | None = None, expect_status: AttachmentStatus | None = None) -> bool:
     if "partial_summaries" in values:
         values["partial_summaries"] = Jsonb(values["partial_summaries"])
     sets = ", ".join([*(f"{k} = %({k})s" for k in values), "updated_at = now()"])
     where = "id = %(_id)s"
     if expect_attempt is not None:
         where += " AND attempt = %(_attempt)s AND status IN ('reading', 'indexing', 'summarizing')"
+    if expect_status is not None:
+        where += " AND status = %(_status)s"
     cur = conn.execute(f"UPDATE chat_attachments SET {sets} WHERE {where}",
-                       {**values, "_id": attachment_id, "_attempt": expect_attempt})
+                       {**values, "_id": attachment_id, "_attempt": expect_attempt,
+                        "_status": expect_status.value if expect_status is not None else None})
     return cur.rowcount > 0
+
+
+# --- an attachment's transitions: every change of its status or tier -------------------------------
+
+def restart_attachment(conn: Connection, attachment_id: uuid.UUID, attempt: int) -> bool:
+    """failed → reading on a new ``attempt`` (attached again), with nothing of the last attempt left."""
+    return _set_attachment(conn, attachment_id, {
+        "attempt": attempt, "status": AttachmentStatus.READING.value, "tier": None, "tokens": None,
+        "progress_done": None, "progress_total": None, "chunk_count": 0, "overview": None,
+        "overview_kind": None, "overview_note": None, "partial_summaries": [], "error_message": None,
+        "last_failure": None})
+
+
+def fail_attachment(conn: Connection, attachment_id: uuid.UUID, message: str, *,
+                    expect_attempt: int | None = None, tokens: int | None = None) -> bool:
+    """→ failed with ``message``, its progress cleared (``tokens``: a grading that found no text, 0)."""
+    values: dict[str, Any] = {"status": AttachmentStatus.FAILED.value, "error_message": message,
+                              "progress_done": None, "progress_total": None}
+    if tokens is not None:
+        values["tokens"] = tokens
+    return _set_attachment(conn, attachment_id, values, expect_attempt=expect_attempt)
+
+
+def grade_attachment(conn: Connection, attachment_id: uuid.UUID, tier: Tier, tokens: int, *,
+                     chunk_count: int = 0, batches: int = 0) -> AttachmentStatus:
+    """reading → its tier settled: a small one is kept as full text, any other starts indexing its
+    ``chunk_count`` chunks in ``batches``. Returns the status it took."""
+    if tier is Tier.SMALL:
+        status, values = AttachmentStatus.FULL_TEXT, {}
+    else:
+        status, values = AttachmentStatus.INDEXING, {"chunk_count": chunk_count, "progress_done": 0,
+                                                    "progress_total": batches}
+    _set_attachment(conn, attachment_id, {"status": status.value, "tier": tier.value, "tokens": tokens, **values},
+                    expect_status=AttachmentStatus.READING)
+    return status
+
+
+def start_summarizing(conn: Connection, attachment_id: uuid.UUID, *, chunk_count: int, calls: int) -> bool:
+    """indexing → summarizing: every chunk stored, ``calls`` model calls to make."""
+    return _set_attachment(conn, attachment_id, {
+        "status": AttachmentStatus.SUMMARIZING.value, "chunk_count": chunk_count, "progress_done": 0,
+        "progress_total": calls, "partial_summaries": []}, expect_status=AttachmentStatus.INDEXING)
+
+
+def mark_indexed(conn: Connection, attachment_id: uuid.UUID, overview: str, *, kind: str,
+                 note: str | None) -> bool:
+    """summarizing → indexed with its overview (``kind``: model or extractive)."""
+    return _set_attachment(conn, attachment_id, {
+        "status": AttachmentStatus.INDEXED.value, "overview": overview, "overview_kind": kind,
+        "overview_note": note, "partial_summaries": [], "progress_done": None, "progress_total": None,
+        "last_failure": None}, expect_status=AttachmentStatus.SUMMARIZING)
 
 
 def delete_attachment(conn: Connection, attachment_id: uuid.UUID) -> None:
@@ -304,13 +396,24 @@ def stale_attachments(conn: Connection, *, idle_for: timedelta, limit: int) -> l
     return [Attachment(**r) for r in rows]
 
 
-def settle_stale_attachment(conn: Connection, attachment: Attachment, **values: Any) -> bool:
+def mark_redriven(conn: Connection, attachment: Attachment) -> bool:
+    """Note that the reaper resumed this attempt once, if the row is exactly as it read it."""
+    return _settle_stale(conn, attachment, redriven_attempt=attachment.attempt)
+
+
+def fail_stale_attachment(conn: Connection, attachment: Attachment, message: str) -> bool:
+    """→ failed with ``message``, if the row is exactly as the reaper read it."""
+    return _settle_stale(conn, attachment, status=AttachmentStatus.FAILED.value, error_message=message,
+                         progress_done=None, progress_total=None)
+
+
+def _settle_stale(conn: Connection, attachment: Attachment, **values: Any) -> bool:
     """Set ``values`` (and ``updated_at``) only if the row is exactly as the reaper read it."""
     sets = ", ".join([*(f"{k} = %({k})s" for k in values), "updated_at = now()"])
     cur = conn.execute(
         f"UPDATE chat_attachments SET {sets} WHERE id = %(_id)s AND attempt = %(_attempt)s"
         " AND status = %(_status)s AND updated_at = %(_updated_at)s",
-        {**values, "_id": attachment.id, "_attempt": attachment.attempt, "_status": attachment.status,
+        {**values, "_id": attachment.id, "_attempt": attachment.attempt, "_status": attachment.status.value,
          "_updated_at": attachment.updated_at})
     return cur.rowcount > 0
 

@@ -109,3 +109,21 @@ def transaction() -> Iterator[Connection]:
     """One unit of work: commits when the block ends normally, rolls back otherwise."""
     with get_pool().connection() as conn:
         yield conn
+
+
+def set_lock_timeout(conn: Connection, ms: int) -> None:
+    """Wait at most ``ms`` for a lock, until this transaction ends."""
+    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{ms}ms",))
+
+
+def set_role_password(conn: psycopg.Connection[Any], role: str, password: str) -> None:
+    """Give ``role`` a password (the local runtime's exposed PostgreSQL)."""
+    from psycopg import sql
+
+    conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
+
+
+def has_table(conn: Connection, name: str) -> bool:
+    """Whether the schema holds table ``name`` (a template whose migrations hold other tables has not)."""
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL AS present", (name,)).fetchone()
+    return bool(row and row["present"])

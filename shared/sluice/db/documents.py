@@ -5,11 +5,20 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from sluice.db.connection import Connection
+
+
+class DocumentStatus(StrEnum):
+    """A document's state; only the transitions below change it (``update`` refuses ``status``)."""
+
+    PROCESSING = "processing"  # an attempt is running: a stage will claim the row
+    DONE = "done"  # indexed: its chunks are searchable
+    ERROR = "error"  # failed, with the sentence in ``error_message``; a retry opens a new attempt
 
 
 @dataclass
@@ -21,7 +30,7 @@ class Document:
     filename: str
     filesize: int | None
     filetype: str | None
-    status: str
+    status: DocumentStatus
     stage: str
     error_message: str | None
     vector_document_id: uuid.UUID | None
@@ -58,9 +67,12 @@ class Document:
     parser: str | None = None
     ocr_pages: int | None = None
 
+    def __post_init__(self) -> None:
+        self.status = DocumentStatus(self.status)
+
     def is_current(self, attempt: int | None) -> bool:
         """Whether a stage event for ``attempt`` (any attempt, with None) may still act on this row."""
-        return self.status == "processing" and (attempt is None or self.attempt == attempt)
+        return self.status == DocumentStatus.PROCESSING and (attempt is None or self.attempt == attempt)
 
 
 _FIELDS = ", ".join(Document.__dataclass_fields__)
@@ -172,9 +184,11 @@ def replaced_by(conn: Connection, doc: Document) -> list[Document]:
     return [Document(**r) for r in rows]
 
 
+# What ``update`` may set: progress and facts a stage learns. The status, and the fields that go
+# with it (``completed_at``, ``last_failure``, ``attempt``), change only through the transitions below.
 _UPDATABLE = {
-    "status", "stage", "error_message", "vector_document_id", "chunk_count", "filetype", "filesize",
-    "content_hash", "completed_at", "attempt", "storage_path", "last_failure", "source_etag", "source_sequencer",
+    "stage", "error_message", "vector_document_id", "chunk_count", "filetype", "filesize",
+    "content_hash", "storage_path", "last_failure", "source_etag", "source_sequencer",
     "progress_done", "progress_total", "redriven_attempt",
     "images_described", "images_undescribed", "image_note", "parse_notes",
     "parser", "ocr_pages",
@@ -184,21 +198,91 @@ _UPDATABLE = {
 def update(conn: Connection, doc_id: uuid.UUID, *, expect_attempt: int | None = None,
            expect_updated_at: datetime | None = None, **values: Any) -> bool:
     """Update fields; with ``expect_attempt`` only while the row is still processing that attempt,
-    with ``expect_updated_at`` only if nothing changed it since it was read."""
+    with ``expect_updated_at`` only if nothing changed it since it was read. The status is not among
+    them: ``mark_done``, ``mark_failed``, ``reopen`` and the bulk failures below move it."""
     unknown = set(values) - _UPDATABLE
     if unknown:
-        raise ValueError(f"not updatable: {sorted(unknown)}")
-    sets = ", ".join(f"{k} = %({k})s" for k in values)
+        raise ValueError(f"not updatable: {sorted(unknown)}"
+                         + ("; a status changes through a named transition" if "status" in unknown else ""))
+    return _set(conn, doc_id, values, expect_attempt=expect_attempt, expect_updated_at=expect_updated_at)
+
+
+def _set(conn: Connection, doc_id: uuid.UUID, values: dict[str, Any], *, expect_attempt: int | None = None,
+         expect_updated_at: datetime | None = None, fixed: str = "") -> bool:
+    """One conditional UPDATE of ``values`` (parameters) and ``fixed`` (SQL assignments of this module)."""
+    sets = ", ".join([*(f"{k} = %({k})s" for k in values), *([fixed] if fixed else []), "updated_at = now()"])
     where = "id = %(doc_id)s"
     if expect_attempt is not None:
         where += " AND attempt = %(expect_attempt)s AND status = 'processing'"
     if expect_updated_at is not None:
         where += " AND updated_at = %(expect_updated_at)s"
     cur = conn.execute(
-        f"UPDATE documents SET {sets}, updated_at = now() WHERE {where}",
+        f"UPDATE documents SET {sets} WHERE {where}",
         {**values, "doc_id": doc_id, "expect_attempt": expect_attempt, "expect_updated_at": expect_updated_at},
     )
     return cur.rowcount > 0
+
+
+# --- the transitions: every change of a document's status, each setting the same fields every time ----
+
+_FINISHED = "completed_at = now(), last_failure = NULL"
+
+
+def mark_done(conn: Connection, doc_id: uuid.UUID, *, chunk_count: int,
+              vector_document_id: uuid.UUID | None) -> bool:
+    """processing → done: indexed with ``chunk_count`` chunks (an archive: 0, its members hold them)."""
+    return _set(conn, doc_id, {"chunk_count": chunk_count, "vector_document_id": vector_document_id},
+                fixed=f"status = 'done', stage = 'done', error_message = NULL, {_FINISHED}")
+
+
+def mark_failed(conn: Connection, doc_id: uuid.UUID, reason: str, *, stage: str | None = None,
+                expect_attempt: int | None = None, expect_updated_at: datetime | None = None) -> bool:
+    """→ error with ``reason`` (the R-DOC-4 sentence), at ``stage`` when one is named; conditional as
+    ``update`` is. True if the row changed."""
+    values: dict[str, Any] = {"error_message": reason, **({"stage": stage} if stage is not None else {})}
+    return _set(conn, doc_id, values, expect_attempt=expect_attempt, expect_updated_at=expect_updated_at,
+                fixed=f"status = 'error', {_FINISHED}")
+
+
+def reopen(conn: Connection, doc_id: uuid.UUID, attempt: int) -> bool:
+    """error → processing on a new ``attempt`` (a retry), queued, with nothing of the last one left."""
+    return _set(conn, doc_id, {"attempt": attempt},
+                fixed="status = 'processing', stage = 'queued', error_message = NULL, last_failure = NULL, "
+                      "completed_at = NULL, progress_done = NULL, progress_total = NULL")
+
+
+def fail_in_flight(conn: Connection, reason: str) -> int:
+    """Every document still processing → error with ``reason``; how many.
+
+    For a store that starts empty (the local runtime after a restart): its queued
+    messages and stage artifacts are gone, so no stage will ever claim these rows.
+    """
+    cur = conn.execute(
+        f"UPDATE documents SET status = 'error', error_message = %s, {_FINISHED}, updated_at = now() "
+        "WHERE status = 'processing'",
+        (reason,),
+    )
+    return cur.rowcount
+
+
+def fail_unfiled(conn: Connection, collection: str, reason: str) -> int:
+    """The unfiled rows (no base) of ``collection`` whose table was dropped → error with ``reason``,
+    chunkless: the chunks they describe are gone. How many."""
+    cur = conn.execute(
+        f"""
+        UPDATE documents SET status = 'error', error_message = %s, vector_document_id = NULL, chunk_count = 0,
+               {_FINISHED}, updated_at = now()
+         WHERE collection_name = %s AND kb_id IS NULL AND status <> 'error'
+        """,
+        (reason, collection),
+    )
+    return cur.rowcount
+
+
+def stored_originals(conn: Connection) -> int:
+    """How many documents name a stored original."""
+    row = conn.execute("SELECT count(*) AS n FROM documents WHERE storage_path IS NOT NULL").fetchone()
+    return int(row["n"]) if row else 0
 
 
 def stale_processing(conn: Connection, *, idle_for: timedelta, limit: int) -> list[Document]:

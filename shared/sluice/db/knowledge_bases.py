@@ -210,3 +210,26 @@ def teardown_reserved(conn: Connection, collection_name: str) -> bool:
 def delete(conn: Connection, kb_ids: list[uuid.UUID]) -> int:
     """Delete bases (their grants go with them); the caller has deleted or kept their documents."""
     return conn.execute("DELETE FROM knowledge_bases WHERE id = ANY(%s)", (kb_ids,)).rowcount
+
+
+# --- an organization's recipients base (sluice.access.shared, R-ACC-6) ------------------------
+
+def insert_recipients_base(conn: Connection, *, name: str, collection_name: str, org_id: str, description: str,
+                           model: CatalogModel, ingestion_config: dict[str, Any], created_by: str) -> None:
+    """Create the organization's one recipients base unless it has one already (a racing share)."""
+    conn.execute(
+        """
+        INSERT INTO knowledge_bases (id, name, collection_name, scope, owner_id, org_id, description,
+            embedding_provider, embedding_model, embedding_dim, ingestion_config, created_by)
+        VALUES (%s, %s, %s, 'recipients', NULL, %s, %s, %s, %s, %s, %s, %s)
+        ON CONFLICT (org_id) WHERE scope = 'recipients' DO NOTHING
+        """,
+        (uuid.uuid4(), name, collection_name, org_id, description, model.provider, model.model, model.dim,
+         Jsonb(ingestion_config), created_by),
+    )
+
+
+def recipients_base_id(conn: Connection, org_id: str) -> uuid.UUID | None:
+    row = conn.execute("SELECT id FROM knowledge_bases WHERE scope = 'recipients' AND org_id = %s",
+                       (org_id,)).fetchone()
+    return row["id"] if row else None

@@ -232,19 +232,6 @@ def stalled(conn: Connection, before: datetime) -> list[Teardown]:
     return [Teardown(**r) for r in rows]
 
 
-def unfiled_rows_failed(conn: Connection, collection: str, message: str) -> int:
-    """Mark the unfiled rows left under a dropped table ``error``: the chunks they describe are gone."""
-    cur = conn.execute(
-        """
-        UPDATE documents SET status = 'error', error_message = %s, vector_document_id = NULL, chunk_count = 0,
-               updated_at = now()
-         WHERE collection_name = %s AND kb_id IS NULL AND status <> 'error'
-        """,
-        (message, collection),
-    )
-    return cur.rowcount
-
-
 def count_documents(conn: Connection, kb_ids: Sequence[uuid.UUID]) -> int:
     row = conn.execute("SELECT count(*) AS n FROM documents WHERE kb_id = ANY(%s)", (list(kb_ids),)).fetchone()
     assert row is not None

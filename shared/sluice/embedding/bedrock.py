@@ -22,10 +22,10 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from sluice.embedding.backoff import Deadline, RetryPolicy
+from sluice import retry
 from sluice.embedding.catalog import CatalogModel
 from sluice.embedding.protocol import EmbeddingSpec
-from sluice.embedding.refusal import refuse, rejected_request, wait_before_retry
+from sluice.embedding.refusal import failure_of, give_up_as, log_retry, refuse, rejected_request
 from sluice.errors import (
     EmbeddingAuthenticationError,
     EmbeddingCallError,
@@ -34,6 +34,7 @@ from sluice.errors import (
     EmbeddingRateLimitedError,
     EmbeddingResponseError,
 )
+from sluice.retry import RetryPolicy
 
 logger = logging.getLogger("sluice.embedding")
 
@@ -110,33 +111,30 @@ class BedrockEmbedder:
 
     def _embed_one(self, text: str) -> list[float]:
         body = json.dumps({"inputText": text, "dimensions": self.spec.dim, "normalize": True})
-        deadline = Deadline(self._retry)
-        attempt = 0
-        while True:
-            attempt += 1
-            failure: type[EmbeddingCallError]
-            cause: Exception
-            try:
-                response = self._client.invoke_model(
-                    modelId=self.spec.model,
-                    body=body,
-                    contentType="application/json",
-                    accept="application/json",
-                )
-                payload = json.loads(response["body"].read())
-            except ClientError as exc:
-                error = exc.response.get("Error", {})
-                failure = self._failure_for(str(error.get("Code", "")), str(error.get("Message", "")))
-                cause, detail = exc, f"invoke_model refused: {error.get('Code')}: {error.get('Message')}"
-            except (HTTPClientError, ConnectionError) as exc:
-                failure, cause, detail = EmbeddingProviderError, exc, "invoke_model did not answer"
-            except (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError) as exc:
-                refuse(EmbeddingAuthenticationError, self.spec, "no AWS credentials", exc, attempts=attempt)
-            except (ValueError, KeyError, TypeError) as exc:
-                refuse(EmbeddingResponseError, self.spec, "the answer is not JSON", exc, attempts=attempt)
-            else:
-                return self._vector(payload, attempt)
-            wait_before_retry(self._retry, deadline, self.spec, failure, detail, cause, attempt=attempt)
+        def send(t: retry.Try) -> list[float]:
+            response = self._client.invoke_model(
+                modelId=self.spec.model,
+                body=body,
+                contentType="application/json",
+                accept="application/json",
+            )
+            payload = json.loads(response["body"].read())  # not JSON: refused by _classify
+            return self._vector(payload, t.number)
+
+        return retry.call(self._retry, send, self._classify, give_up_as(self.spec), on_retry=log_retry(self.spec))
+
+    def _classify(self, exc: Exception, t: retry.Try) -> retry.Failure | None:
+        if isinstance(exc, ClientError):
+            error = exc.response.get("Error", {})
+            return failure_of(self._failure_for(str(error.get("Code", "")), str(error.get("Message", ""))),
+                              f"invoke_model refused: {error.get('Code')}: {error.get('Message')}", exc)
+        if isinstance(exc, HTTPClientError | ConnectionError):
+            return failure_of(EmbeddingProviderError, "invoke_model did not answer", exc)
+        if isinstance(exc, NoCredentialsError | PartialCredentialsError | CredentialRetrievalError):
+            refuse(EmbeddingAuthenticationError, self.spec, "no AWS credentials", exc, attempts=t.number)
+        if isinstance(exc, ValueError | KeyError | TypeError):
+            refuse(EmbeddingResponseError, self.spec, "the answer is not JSON", exc, attempts=t.number)
+        return None
 
     @staticmethod
     def _failure_for(code: str, message: str) -> type[EmbeddingCallError]:

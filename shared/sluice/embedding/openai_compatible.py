@@ -8,11 +8,11 @@ from typing import Any, NoReturn
 
 import httpx
 
-from sluice.embedding.backoff import Deadline, RetryPolicy, parse_retry_after
+from sluice import retry
 from sluice.embedding.catalog import CatalogModel
 from sluice.embedding.endpoints import EndpointNotAllowed
 from sluice.embedding.protocol import EmbeddingSpec, SecretReader
-from sluice.embedding.refusal import refuse, rejected_request, wait_before_retry
+from sluice.embedding.refusal import failure_of, give_up_as, log_retry, refuse, rejected_request
 from sluice.embedding.secrets import api_key_from_secret
 from sluice.errors import (
     EmbeddingAuthenticationError,
@@ -24,6 +24,7 @@ from sluice.errors import (
     EmbeddingRateLimitedError,
     EmbeddingResponseError,
 )
+from sluice.retry import Deadline, RetryPolicy, parse_retry_after
 
 logger = logging.getLogger("sluice.embedding")
 
@@ -107,37 +108,35 @@ class OpenAICompatibleEmbedder:
         body: dict[str, Any] = {"model": self.spec.model, "input": batch}
         if self._send_dimensions:
             body["dimensions"] = self.spec.dim
-        deadline = Deadline(self._retry)
-        attempt = 0
-        while True:
-            attempt += 1
-            retry_after: float | None = None
-            failure: type[EmbeddingCallError]
-            cause: Exception
-            try:
-                response = self._client.post(
-                    self._url, json=body, headers=headers, timeout=self._timeout_within(deadline)
-                )
-            except EndpointNotAllowed as exc:
-                # The client's guard: the endpoint's name now points inside the network.
-                refuse(EmbeddingEndpointRefusedError, self.spec, f"POST {self._url} refused", exc)
-            except httpx.TimeoutException as exc:
-                failure, cause, detail = EmbeddingProviderError, exc, f"POST {self._url} timed out"
-            except httpx.UnsupportedProtocol as exc:
-                refuse(EmbeddingModelNotServedError, self.spec, f"bad endpoint {self._url}", exc)
-            except httpx.TransportError as exc:
-                failure, cause, detail = EmbeddingProviderError, exc, f"POST {self._url} failed"
-            else:
-                if response.is_success:
-                    return self._vectors(response, len(batch), attempt)
-                failure = self._failure_for(response)
-                retry_after = parse_retry_after(response.headers)
-                cause = _status_error(response)
-                detail = (
-                    f"POST {self._url} answered {response.status_code}: {response.text[:_BODY_LOG_CHARS]!r}"
-                )
-            wait_before_retry(self._retry, deadline, self.spec, failure, detail, cause, attempt=attempt,
-                              retry_after=retry_after)
+        def send(t: retry.Try) -> list[list[float]]:
+            response = self._client.post(
+                self._url, json=body, headers=headers, timeout=self._timeout_within(t.deadline)
+            )
+            if not response.is_success:
+                raise _status_error(response)
+            return self._vectors(response, len(batch), t.number)
+
+        return retry.call(self._retry, send, self._classify, give_up_as(self.spec),
+                          on_retry=log_retry(self.spec))
+
+    def _classify(self, exc: Exception, t: retry.Try) -> retry.Failure | None:
+        if isinstance(exc, EndpointNotAllowed):
+            # The client's guard: the endpoint's name now points inside the network.
+            refuse(EmbeddingEndpointRefusedError, self.spec, f"POST {self._url} refused", exc)
+        if isinstance(exc, httpx.TimeoutException):
+            return failure_of(EmbeddingProviderError, f"POST {self._url} timed out", exc)
+        if isinstance(exc, httpx.UnsupportedProtocol):
+            refuse(EmbeddingModelNotServedError, self.spec, f"bad endpoint {self._url}", exc)
+        if isinstance(exc, httpx.TransportError):
+            return failure_of(EmbeddingProviderError, f"POST {self._url} failed", exc)
+        if isinstance(exc, httpx.HTTPStatusError):
+            response = exc.response
+            return failure_of(
+                self._failure_for(response),
+                f"POST {self._url} answered {response.status_code}: {response.text[:_BODY_LOG_CHARS]!r}",
+                exc, parse_retry_after(response.headers),
+            )
+        return None
 
     def _failure_for(self, response: httpx.Response) -> type[EmbeddingCallError]:
         status = response.status_code

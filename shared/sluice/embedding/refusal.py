@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import NoReturn
 
-from sluice.embedding.backoff import Deadline, RetryPolicy
 from sluice.embedding.protocol import EmbeddingSpec
 from sluice.errors import (
     EmbeddingCallError,
     EmbeddingInputRejectedError,
     EmbeddingModelNotServedError,
 )
+from sluice.retry import Failure
 
 logger = logging.getLogger("sluice.embedding")
 
@@ -67,25 +68,23 @@ def refuse(
     raise error from cause
 
 
-def wait_before_retry(
-    retry: RetryPolicy,
-    deadline: Deadline,
-    spec: EmbeddingSpec,
-    failure: type[EmbeddingCallError],
-    detail: str,
-    cause: BaseException | None,
-    *,
-    attempt: int,
-    retry_after: float | None = None,
-) -> None:
-    """Sleep before the next attempt, or refuse when the failure is final or time is up."""
-    if not failure.transient or attempt >= retry.max_attempts:
-        refuse(failure, spec, detail, cause, attempts=attempt)
-    wait = retry.delay(attempt, retry_after)
-    if not deadline.allows(wait):
-        refuse(failure, spec, f"{detail}; no time left to wait {wait:.1f}s", cause, attempts=attempt)
-    logger.warning(
-        "embedding request retried in %.2fs (attempt %d, %s): provider=%s model=%s",
-        wait, attempt, type(cause).__name__, spec.provider, spec.model,
-    )
-    retry.sleep(wait)
+def failure_of(kind: type[EmbeddingCallError], detail: str, cause: BaseException | None = None,
+               retry_after: float | None = None) -> Failure:
+    """A failed try, transient as its error class says."""
+    return Failure(kind, kind.transient, detail, cause, retry_after)
+
+
+def give_up_as(spec: EmbeddingSpec) -> Callable[[Failure, int, str], NoReturn]:
+    """How a call to ``spec`` ends when its retries do: refused with the failure's class."""
+    def give_up(failure: Failure, attempts: int, detail: str) -> NoReturn:
+        refuse(failure.kind, spec, detail, failure.cause, attempts=attempts)
+    return give_up
+
+
+def log_retry(spec: EmbeddingSpec) -> Callable[[Failure, int, float], None]:
+    def logged(failure: Failure, attempt: int, wait: float) -> None:
+        logger.warning(
+            "embedding request retried in %.2fs (attempt %d, %s): provider=%s model=%s",
+            wait, attempt, type(failure.cause).__name__, spec.provider, spec.model,
+        )
+    return logged

@@ -28,16 +28,17 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
 
 import httpx
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from sluice.embedding.backoff import Deadline, RetryPolicy, parse_retry_after
+from sluice import retry
 from sluice.embedding.protocol import SecretReader
 from sluice.embedding.secrets import api_key_from_secret
 from sluice.errors import RerankerError
+from sluice.retry import RetryPolicy, parse_retry_after
 
 logger = logging.getLogger("sluice.rerank")
 
@@ -128,29 +129,24 @@ class HttpReranker:
         if not texts:
             return []
         body, headers = self._body(query, texts), self._headers()
-        deadline = Deadline(self._retry)
-        attempt = 0
-        while True:
-            attempt += 1
-            retry_after = None
-            try:
-                response = self._client.post(self._url, json=body, headers=headers, timeout=self._timeout)
-            except httpx.TransportError as exc:
-                detail = f"POST {self._url} failed: {type(exc).__name__}: {exc}"
-                transient = True
-            else:
-                if response.is_success:
-                    return self._scores(response, len(texts))
-                detail = f"POST {self._url} answered {response.status_code}: {response.text[:_BODY_LOG_CHARS]!r}"
-                transient = response.status_code == 429 or response.status_code >= 500
-                retry_after = parse_retry_after(response.headers)
-            wait = self._retry.delay(attempt, retry_after)
-            if not transient or attempt >= self._retry.max_attempts or not deadline.allows(wait):
-                # The endpoint's URL and answer go to the log, never into the response (R-ERR-1).
-                logger.error("rerank failed after %d attempt(s): %s", attempt, detail)
-                raise RerankerError("the reranker failed or did not answer in time")
-            logger.warning("rerank retried in %.2fs (attempt %d)", wait, attempt)
-            self._retry.sleep(wait)
+        def send(t: retry.Try) -> list[float]:
+            response = self._client.post(self._url, json=body, headers=headers, timeout=self._timeout)
+            if not response.is_success:
+                raise httpx.HTTPStatusError(str(response.status_code), request=response.request, response=response)
+            return self._scores(response, len(texts))
+
+        return retry.call(self._retry, send, self._classify, _give_up, on_retry=_log_retry)
+
+    def _classify(self, exc: Exception, t: retry.Try) -> retry.Failure | None:
+        if isinstance(exc, httpx.TransportError):
+            return retry.Failure(None, True, f"POST {self._url} failed: {type(exc).__name__}: {exc}", exc)
+        if isinstance(exc, httpx.HTTPStatusError):
+            response = exc.response
+            return retry.Failure(
+                None, response.status_code == 429 or response.status_code >= 500,
+                f"POST {self._url} answered {response.status_code}: {response.text[:_BODY_LOG_CHARS]!r}",
+                exc, parse_retry_after(response.headers))
+        return None
 
     def _scores(self, response: httpx.Response, n: int) -> list[float]:
         try:
@@ -198,6 +194,16 @@ class BedrockReranker:
             raise RerankerError("the reranker failed or did not answer in time") from None
         # Bedrock answers relevance as a probability already.
         return _ordered(raw, len(texts), "the reranker")
+
+
+def _give_up(failure: retry.Failure, attempts: int, detail: str) -> NoReturn:
+    # The endpoint's URL and answer go to the log, never into the response (R-ERR-1).
+    logger.error("rerank failed after %d attempt(s): %s", attempts, failure.detail)
+    raise RerankerError("the reranker failed or did not answer in time")
+
+
+def _log_retry(failure: retry.Failure, attempt: int, wait: float) -> None:
+    logger.warning("rerank retried in %.2fs (attempt %d)", wait, attempt)
 
 
 def build_reranker(settings: RerankerSettings, *, http_client: httpx.Client | None = None,

@@ -8,7 +8,6 @@ member is handed over: its text is the list of members, skipped ones with why.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 
 from sluice.access.pools import admit_unpacked, admit_unpacked_shared
 from sluice.access.resolve import RECIPIENTS
@@ -82,7 +81,6 @@ def unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes, 
             return
         retired = retire_replaced(conn, current)
         retired += retire_absent_members(conn, current, retired, unpacked)
-        doc_repo.update(conn, doc.id, status="done", stage="done", chunk_count=0, error_message=None,
-                        last_failure=None, completed_at=datetime.now(UTC))
+        doc_repo.mark_done(conn, doc.id, chunk_count=0, vector_document_id=None)
     for row in retired:
         forget_objects(ctx.store, row, keep=doc.storage_path)

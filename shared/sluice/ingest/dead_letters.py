@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime
 
 from sluice.db import documents as doc_repo
 from sluice.ingest.events import ObjectEvent, ParseJob
@@ -28,9 +27,7 @@ def on_dead_letter(ctx: StageContext, stage: str, item: ObjectEvent | ParseJob) 
         doc = doc_repo.get(conn, doc_id, for_update=True)
         if doc is None or not doc.is_current(attempt):
             return
-        doc_repo.update(conn, doc_id, expect_attempt=attempt, status="error",
-                        error_message=doc.last_failure or dead_letter_summary(stage),
-                        completed_at=datetime.now(UTC))
+        doc_repo.mark_failed(conn, doc_id, doc.last_failure or dead_letter_summary(stage), expect_attempt=attempt)
     log.warning("document failed after its last delivery", extra={"document_id": str(doc_id), "stage": stage})
 
 

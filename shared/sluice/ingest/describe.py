@@ -29,12 +29,12 @@ from sluice.access.vision import ImageDescriptionChoice
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.documents import Document
-from sluice.embedding.backoff import RetryPolicy
 from sluice.errors import ChatModelError
 from sluice.ingest.artifacts import ArtifactImage, ImagesText, ParsedText, read_images, write_parsed_text
 from sluice.ingest.runner import StageContext, StaleEvent, run_stage
 from sluice.llm import ChatModel, Image
 from sluice.llm.protocol import ImageFormat
+from sluice.retry import RetryPolicy
 from sluice.storage import content_key
 
 log = logging.getLogger("sluice.ingest")

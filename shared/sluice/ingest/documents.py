@@ -241,8 +241,7 @@ def retry_document(conn: Connection, p: Principal, store: ObjectStore, doc_id: s
             fields={"storage_path": "No stored file."},
         )
     attempt = doc.attempt + 1
-    doc_repo.update(conn, doc.id, attempt=attempt, status="processing", stage="queued", error_message=None,
-                    last_failure=None, completed_at=None, progress_done=None, progress_total=None)
+    doc_repo.reopen(conn, doc.id, attempt)
     refreshed = doc_repo.get(conn, doc.id)
     assert refreshed is not None
     return refreshed

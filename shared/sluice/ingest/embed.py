@@ -4,7 +4,6 @@ completion in one transaction (R-EMB-3, R-VEC-3, R-DOC-6, R-TD-3)."""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
@@ -104,7 +103,5 @@ def store_chunks(ctx: StageContext, doc_id: uuid.UUID, attempt: int, kb: Knowled
         vector_store.ensure_table(conn, kb.collection_name, kb.embedding_dim, language=kb.text_search_language)
         vector_store.replace_document_chunks(conn, kb.collection_name, doc_id, rows)
         retired = retire_replaced(conn, doc)
-        doc_repo.update(conn, doc_id, status="done", stage="done", chunk_count=len(rows),
-                        vector_document_id=doc_id, error_message=None, last_failure=None,
-                        completed_at=datetime.now(UTC))
+        doc_repo.mark_done(conn, doc_id, chunk_count=len(rows), vector_document_id=doc_id)
     return retired

@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
+from sluice import jobs
 from sluice.db import documents as doc_repo
-from sluice.db.connection import Connection
 from sluice.db.documents import Document
 from sluice.ingest.events import ParseJob, object_created_message
 from sluice.ingest.runner import StageContext
@@ -96,18 +96,21 @@ def _reap_one(ctx: StageContext, queues: StageQueues, backlog: _Backlog, doc: Do
         reaped.failed += _fail(ctx, doc, NEVER_ARRIVED if _awaited_its_upload(doc) else STORED_FILE_GONE)
         return
     queue, message = resume
-    if doc.redriven_attempt != doc.attempt:
+
+    def mark_redriven() -> bool:
         with ctx.uow() as conn:
-            marked = doc_repo.update(conn, doc.id, expect_attempt=doc.attempt, expect_updated_at=doc.updated_at,
-                                     redriven_attempt=doc.attempt)
-        if marked:
-            queue.send(message)
-            reaped.redriven += 1
-            log.warning("resumed a stalled document", extra={"document_id": str(doc.id), "stage": doc.stage})
-    elif backlog.busy(queue):
-        reaped.waiting += 1
-    else:
-        reaped.failed += _fail(ctx, doc, interrupted(doc.stage, idle))
+            return doc_repo.update(conn, doc.id, expect_attempt=doc.attempt, expect_updated_at=doc.updated_at,
+                                   redriven_attempt=doc.attempt)
+
+    def resend() -> None:
+        queue.send(message)
+        log.warning("resumed a stalled document", extra={"document_id": str(doc.id), "stage": doc.stage})
+
+    outcome = jobs.settle_stalled(redriven=doc.redriven_attempt == doc.attempt, mark_redriven=mark_redriven,
+                                  resend=resend, backlog=lambda: backlog.busy(queue),
+                                  fail=lambda: bool(_fail(ctx, doc, interrupted(doc.stage, idle))))
+    if outcome:
+        setattr(reaped, outcome, getattr(reaped, outcome) + 1)
 
 
 def _resume_from(store: ObjectStore, queues: StageQueues, doc: Document) -> tuple[JobQueue, dict[str, Any]] | None:
@@ -132,8 +135,8 @@ def _awaited_its_upload(doc: Document) -> bool:
 
 def _fail(ctx: StageContext, doc: Document, reason: str) -> int:
     with ctx.uow() as conn:
-        failed = doc_repo.update(conn, doc.id, expect_attempt=doc.attempt, expect_updated_at=doc.updated_at,
-                                 status="error", error_message=reason, completed_at=datetime.now(UTC))
+        failed = doc_repo.mark_failed(conn, doc.id, reason, expect_attempt=doc.attempt,
+                                      expect_updated_at=doc.updated_at)
     if failed:
         log.warning("failed a stalled document", extra={"document_id": str(doc.id), "stage": doc.stage})
     return int(failed)
@@ -149,23 +152,3 @@ class _Backlog:
         if queue.queue_url not in self._seen:
             self._seen[queue.queue_url] = queue.waiting() > 0
         return self._seen[queue.queue_url]
-
-
-def fail_in_flight(conn: Connection, reason: str) -> int:
-    """Mark every document still processing ``error`` with ``reason``; returns how many.
-
-    For a store that starts empty (the local runtime after a restart): its queued
-    messages and stage artifacts are gone, so no stage will ever claim these rows.
-    """
-    cur = conn.execute(
-        "UPDATE documents SET status = 'error', error_message = %s, last_failure = NULL, completed_at = now(), "
-        "updated_at = now() WHERE status = 'processing'",
-        (reason,),
-    )
-    return cur.rowcount
-
-
-def stored_originals(conn: Connection) -> int:
-    """How many documents name a stored original (after a local restart, none of them is there)."""
-    row = conn.execute("SELECT count(*) AS n FROM documents WHERE storage_path IS NOT NULL").fetchone()
-    return int(row["n"]) if row else 0

@@ -16,8 +16,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
+from sluice import jobs
 from sluice.access.vision import ImageDescriptionChoice
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
@@ -98,8 +98,7 @@ def fail_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, sta
     log.warning("document failed", exc_info=None if is_refusal(exc) else exc,
                 extra={"document_id": str(doc_id), "stage": stage, "error_type": type(exc).__name__})
     with ctx.uow() as conn:
-        doc_repo.update(conn, doc_id, expect_attempt=attempt, status="error", stage=stage,
-                        error_message=failure_summary(stage, exc), completed_at=datetime.now(UTC))
+        doc_repo.mark_failed(conn, doc_id, failure_summary(stage, exc), stage=stage, expect_attempt=attempt)
 
 
 def note_failed_delivery(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str,
@@ -123,19 +122,25 @@ def run_stage(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str, wo
     then ``on_final`` cleans up after it; any other records the summary and raises
     for the queue to deliver again.
     """
-    try:
-        doc = claim(ctx, doc_id, attempt, stage)
-    except StaleEvent:
-        return
-    try:
-        work(doc)
-    except StaleEvent:
-        return
-    except Exception as raised:
-        where, exc = (raised.step, raised.cause) if isinstance(raised, StepFailed) else (stage, raised)
-        if not is_final(exc):
-            note_failed_delivery(ctx, doc_id, attempt, where, exc)
-            raise exc from None
+    def claimed() -> Document | None:
+        try:
+            return claim(ctx, doc_id, attempt, stage)
+        except StaleEvent:
+            return None
+
+    def unwrapped(raised: BaseException) -> tuple[str, BaseException]:
+        return (raised.step, raised.cause) if isinstance(raised, StepFailed) else (stage, raised)
+
+    def fail(doc: Document, raised: BaseException) -> None:
+        where, exc = unwrapped(raised)
         fail_document(ctx, doc_id, attempt, where, exc)
         if on_final is not None:
             on_final(doc, exc)
+
+    def retry_later(doc: Document, raised: BaseException) -> None:
+        where, exc = unwrapped(raised)
+        note_failed_delivery(ctx, doc_id, attempt, where, exc)
+        raise exc from None
+
+    jobs.run(claimed, work, is_final=lambda raised: is_final(unwrapped(raised)[1]), fail=fail,
+             retry_later=retry_later, stale=(StaleEvent,))

@@ -203,10 +203,7 @@ def _presigned_post(store: ObjectStore, settings: Settings, uow: UnitOfWork, doc
 
 def _mark_unstored(uow: UnitOfWork, doc_id: uuid.UUID) -> None:
     with uow() as conn:
-        doc_repo.update(
-            conn, doc_id, status="error", stage="queued",
-            error_message="The file could not be stored; upload it again.",
-        )
+        doc_repo.mark_failed(conn, doc_id, "The file could not be stored; upload it again.", stage="queued")
 
 
 # --- one document into several private pools (R-ACC-6) ----------------------------------------

@@ -18,7 +18,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from sluice.embedding.backoff import Deadline, RetryPolicy
+from sluice import retry
 from sluice.errors import (
     ChatModelAuthenticationError,
     ChatModelError,
@@ -29,7 +29,8 @@ from sluice.errors import (
 )
 from sluice.llm.openai import DEFAULT_RETRY
 from sluice.llm.protocol import Completion, Image
-from sluice.llm.refusal import refuse, wait_before_retry
+from sluice.llm.refusal import failure_of, give_up_as, log_retry, refuse
+from sluice.retry import RetryPolicy
 
 _AUTH = frozenset({"AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException",
                    "ExpiredTokenException", "MissingAuthenticationTokenException"})
@@ -49,32 +50,29 @@ class BedrockChatModel:
     def complete(self, system: str, prompt: str, *, max_tokens: int, images: Sequence[Image] = ()) -> Completion:
         content: list[dict[str, Any]] = [{"text": prompt}]
         content += [{"image": {"format": image.format, "source": {"bytes": image.data}}} for image in images]
-        deadline = Deadline(self._retry)
-        attempt = 0
-        while True:
-            attempt += 1
-            failure: type[ChatModelError]
-            cause: Exception
-            try:
-                response = self._client.converse(
-                    modelId=self.model,
-                    system=[{"text": system}],
-                    messages=[{"role": "user", "content": content}],
-                    inferenceConfig={"maxTokens": max_tokens, "temperature": 0},
-                )
-            except ClientError as exc:
-                error = exc.response.get("Error", {})
-                failure = _failure_for(str(error.get("Code", "")))
-                cause, detail = exc, f"converse refused: {error.get('Code')}: {error.get('Message')}"
-            except (HTTPClientError, ConnectionError) as exc:
-                failure, cause, detail = ChatModelUnavailableError, exc, "converse did not answer"
-            except (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError) as exc:
-                refuse(ChatModelAuthenticationError, self.provider, self.model, "no AWS credentials", exc,
-                       attempts=attempt)
-            else:
-                return self._completion(response, attempt)
-            wait_before_retry(self._retry, deadline, self.provider, self.model, failure, detail, cause,
-                              attempt=attempt)
+        def send(t: retry.Try) -> Completion:
+            response = self._client.converse(
+                modelId=self.model,
+                system=[{"text": system}],
+                messages=[{"role": "user", "content": content}],
+                inferenceConfig={"maxTokens": max_tokens, "temperature": 0},
+            )
+            return self._completion(response, t.number)
+
+        return retry.call(self._retry, send, self._classify, give_up_as(self.provider, self.model),
+                          on_retry=log_retry(self.provider, self.model))
+
+    def _classify(self, exc: Exception, t: retry.Try) -> retry.Failure | None:
+        if isinstance(exc, ClientError):
+            error = exc.response.get("Error", {})
+            return failure_of(_failure_for(str(error.get("Code", ""))),
+                              f"converse refused: {error.get('Code')}: {error.get('Message')}", exc)
+        if isinstance(exc, HTTPClientError | ConnectionError):
+            return failure_of(ChatModelUnavailableError, "converse did not answer", exc)
+        if isinstance(exc, NoCredentialsError | PartialCredentialsError | CredentialRetrievalError):
+            refuse(ChatModelAuthenticationError, self.provider, self.model, "no AWS credentials", exc,
+                   attempts=t.number)
+        return None
 
     def _completion(self, response: Any, attempts: int) -> Completion:
         try:

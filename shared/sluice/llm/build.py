@@ -7,12 +7,12 @@ from typing import Any
 import httpx
 
 from sluice.config import Settings
-from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.endpoints import NOT_HTTP, deployment_policy, guarded_http_client, http_host
 from sluice.embedding.protocol import SecretReader
 from sluice.llm.bedrock import BedrockChatModel
 from sluice.llm.openai import DEFAULT_TIMEOUT, OpenAIChatModel
 from sluice.llm.protocol import ChatModel
+from sluice.retry import RetryPolicy
 
 
 class ChatModelSettingError(ValueError):

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from sluice.embedding.backoff import Deadline, RetryPolicy, parse_retry_after
+from sluice import retry
 from sluice.embedding.endpoints import EndpointNotAllowed
 from sluice.embedding.protocol import SecretReader
 from sluice.embedding.secrets import api_key_from_secret
@@ -22,7 +22,8 @@ from sluice.errors import (
     ChatModelUnavailableError,
 )
 from sluice.llm.protocol import Completion, Image
-from sluice.llm.refusal import refuse, wait_before_retry
+from sluice.llm.refusal import failure_of, give_up_as, log_retry, refuse
+from sluice.retry import Deadline, RetryPolicy, parse_retry_after
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # A summary of a few thousand tokens on a CPU-only server can take minutes; the retry policy's
@@ -67,34 +68,33 @@ class OpenAIChatModel:
             "temperature": 0,
         }
         headers = self._headers()
-        deadline = Deadline(self._retry)
-        attempt = 0
-        while True:
-            attempt += 1
-            retry_after: float | None = None
-            failure: type[ChatModelError]
-            cause: Exception
-            try:
-                response = self._client.post(self._url, json=body, headers=headers,
-                                             timeout=_within(self._timeout, deadline))
-            except EndpointNotAllowed as exc:
-                refuse(ChatModelRefusedError, self.provider, self.model, f"POST {self._url} refused", exc)
-            except httpx.TimeoutException as exc:
-                failure, cause, detail = ChatModelUnavailableError, exc, f"POST {self._url} timed out"
-            except httpx.UnsupportedProtocol as exc:
-                refuse(ChatModelRefusedError, self.provider, self.model, f"bad endpoint {self._url}", exc)
-            except httpx.TransportError as exc:
-                failure, cause, detail = ChatModelUnavailableError, exc, f"POST {self._url} failed"
-            else:
-                if response.is_success:
-                    return self._completion(response, attempt)
-                failure = self._failure_for(response.status_code)
-                retry_after = parse_retry_after(response.headers)
-                cause = httpx.HTTPStatusError(f"{response.status_code} from {response.request.url}",
-                                              request=response.request, response=response)
-                detail = f"POST {self._url} answered {response.status_code}: {response.text[:_BODY_LOG_CHARS]!r}"
-            wait_before_retry(self._retry, deadline, self.provider, self.model, failure, detail, cause,
-                              attempt=attempt, retry_after=retry_after)
+        def send(t: retry.Try) -> Completion:
+            response = self._client.post(self._url, json=body, headers=headers,
+                                         timeout=_within(self._timeout, t.deadline))
+            if not response.is_success:
+                raise httpx.HTTPStatusError(f"{response.status_code} from {response.request.url}",
+                                            request=response.request, response=response)
+            return self._completion(response, t.number)
+
+        return retry.call(self._retry, send, self._classify, give_up_as(self.provider, self.model),
+                          on_retry=log_retry(self.provider, self.model))
+
+    def _classify(self, exc: Exception, t: retry.Try) -> retry.Failure | None:
+        if isinstance(exc, EndpointNotAllowed):
+            refuse(ChatModelRefusedError, self.provider, self.model, f"POST {self._url} refused", exc)
+        if isinstance(exc, httpx.TimeoutException):
+            return failure_of(ChatModelUnavailableError, f"POST {self._url} timed out", exc)
+        if isinstance(exc, httpx.UnsupportedProtocol):
+            refuse(ChatModelRefusedError, self.provider, self.model, f"bad endpoint {self._url}", exc)
+        if isinstance(exc, httpx.TransportError):
+            return failure_of(ChatModelUnavailableError, f"POST {self._url} failed", exc)
+        if isinstance(exc, httpx.HTTPStatusError):
+            response = exc.response
+            return failure_of(
+                self._failure_for(response.status_code),
+                f"POST {self._url} answered {response.status_code}: {response.text[:_BODY_LOG_CHARS]!r}",
+                exc, parse_retry_after(response.headers))
+        return None
 
     def _failure_for(self, status: int) -> type[ChatModelError]:
         if status in (401, 402, 403):

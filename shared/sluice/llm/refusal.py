@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import NoReturn
 
-from sluice.embedding.backoff import Deadline, RetryPolicy
 from sluice.errors import ChatModelError
+from sluice.retry import Failure
 
 log = logging.getLogger("sluice.llm")
 
@@ -19,15 +20,20 @@ def refuse(failure: type[ChatModelError], provider: str, model: str, detail: str
     raise error from cause
 
 
-def wait_before_retry(retry: RetryPolicy, deadline: Deadline, provider: str, model: str,
-                      failure: type[ChatModelError], detail: str, cause: BaseException | None, *,
-                      attempt: int, retry_after: float | None = None) -> None:
-    """Sleep before the next attempt, or refuse when the failure is final or time is up."""
-    if not failure.transient or attempt >= retry.max_attempts:
-        refuse(failure, provider, model, detail, cause, attempts=attempt)
-    wait = retry.delay(attempt, retry_after)
-    if not deadline.allows(wait):
-        refuse(failure, provider, model, f"{detail}; no time left to wait {wait:.1f}s", cause, attempts=attempt)
-    log.warning("chat model request retried in %.2fs (attempt %d, %s): provider=%s model=%s",
-                wait, attempt, type(cause).__name__, provider, model)
-    retry.sleep(wait)
+def failure_of(kind: type[ChatModelError], detail: str, cause: BaseException | None = None,
+               retry_after: float | None = None) -> Failure:
+    """A failed try, transient as its error class says."""
+    return Failure(kind, kind.transient, detail, cause, retry_after)
+
+
+def give_up_as(provider: str, model: str) -> Callable[[Failure, int, str], NoReturn]:
+    def give_up(failure: Failure, attempts: int, detail: str) -> NoReturn:
+        refuse(failure.kind, provider, model, detail, failure.cause, attempts=attempts)
+    return give_up
+
+
+def log_retry(provider: str, model: str) -> Callable[[Failure, int, float], None]:
+    def logged(failure: Failure, attempt: int, wait: float) -> None:
+        log.warning("chat model request retried in %.2fs (attempt %d, %s): provider=%s model=%s",
+                    wait, attempt, type(failure.cause).__name__, provider, model)
+    return logged

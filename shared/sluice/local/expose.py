@@ -16,8 +16,9 @@ from typing import Any
 from urllib.parse import quote
 
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from sluice.db.connection import set_role_password
 
 PASSWORD_FILE = "pg-password"  # noqa: S105 - a file name, not a password
 USER = "postgres"
@@ -51,7 +52,7 @@ def expose_postgres(server: Any, socket_url: str, address: str, port: int, passw
     from pgserver.utils import PostmasterInfo
 
     with psycopg.connect(socket_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(USER), sql.Literal(password)))
+        set_role_password(conn, USER, password)
     pgdata = Path(server.pgdata)
     (pgdata / "pg_hba.conf").write_text(HBA)
     socket_dir = conninfo_to_dict(socket_url)["host"]

@@ -200,12 +200,12 @@ class LocalRuntime:
         """moto keeps objects and messages in memory: after a restart nothing in flight will ever
         move again, so those rows fail with a sentence saying why, never stay processing.
         Returns (documents failed, documents whose stored original is gone)."""
-        from sluice.db.connection import transaction
-        from sluice.ingest.recovery import LOCAL_RESET, fail_in_flight, stored_originals
+        from sluice.db.connection import has_table, transaction
+        from sluice.db.documents import fail_in_flight, stored_originals
+        from sluice.ingest.recovery import LOCAL_RESET
 
         with transaction() as conn:
-            row = conn.execute("SELECT to_regclass('documents') IS NOT NULL AS present").fetchone()
-            if row is None or not row["present"]:
+            if not has_table(conn, "documents"):
                 return 0, 0  # a template of other functions, whose migrations hold no documents
             return fail_in_flight(conn, LOCAL_RESET), stored_originals(conn)
 
@@ -356,11 +356,11 @@ class LocalRuntime:
         a chat file whose original is gone fails with a sentence saying so (sluice.chat.recovery)."""
         from sluice.chat.attachments import fail_interrupted
         from sluice.chat.recovery import fail_lost_files
-        from sluice.db.connection import transaction
+        from sluice.db.connection import has_table, transaction
 
         with transaction() as conn:
-            row = conn.execute("SELECT to_regclass('chat_attachments') IS NOT NULL AS present").fetchone()
-        if row is None or not row["present"]:
+            present = has_table(conn, "chat_attachments")
+        if not present:
             return  # a template of other functions, whose migrations hold no chat tables
         fail_interrupted(transaction)
         fail_lost_files(transaction)

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sluice.db import documents as doc_repo
 from sluice.db import teardowns as td_repo
-from sluice.db.connection import Connection
+from sluice.db.connection import Connection, set_lock_timeout
 from sluice.db.teardowns import GoneDocument, Teardown
 from sluice.storage import content_key
 from sluice.teardown.context import TeardownContext
@@ -115,7 +116,7 @@ def _finished(step: str, td: Teardown | None) -> dict[str, Any]:
 
 def _lock_timeout(conn: Connection, ctx: TeardownContext) -> None:
     ms = max(1, int(ctx.settings.teardown_lock_timeout_seconds * 1000))
-    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{ms}ms",))
+    set_lock_timeout(conn, ms)
 
 
 # --- chunks ------------------------------------------------------------------------------------
@@ -152,7 +153,7 @@ def _drop(conn: Connection, td: Teardown) -> None:
     present = vector_store.table_exists(conn, name)
     chunks = vector_store.count_chunks(conn, name) if present else 0
     # Another tenant's unfiled rows stay, with their files; nothing stands behind them any more.
-    failed = td_repo.unfiled_rows_failed(conn, name, UNFILED_FAILED_MESSAGE) if present else 0
+    failed = doc_repo.fail_unfiled(conn, name, UNFILED_FAILED_MESSAGE) if present else 0
     vector_store.drop_table(conn, name)
     td_repo.update(conn, td.id, table_dropped=True, add={"chunks_removed": chunks, "unfiled_documents_failed": failed})
 

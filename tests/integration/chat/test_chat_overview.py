@@ -11,10 +11,10 @@ import pytest
 from sluice.chat import assembly, attachments, conversations, files
 from sluice.chat.assembly import ContextRequest
 from sluice.chat.conversations import NewConversation
-from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.endpoints import EndpointPolicy, guarded_http_client
 from sluice.errors import ChatModelUnavailableError
 from sluice.llm import OpenAIChatModel
+from sluice.retry import RetryPolicy
 from tests.chat_samples import report_pdf
 from tests.fakes import FakeChatServer, FakeEmbedder, Reply, serving
 from tests.integration.chat.conftest import ALICE

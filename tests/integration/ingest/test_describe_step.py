@@ -11,8 +11,8 @@ import pytest
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.connection import transaction
-from sluice.embedding.backoff import RetryPolicy
 from sluice.llm import chat_model_for
+from sluice.retry import RetryPolicy
 from sluice.storage import stage_key
 from tests.fakes import FakeChatServer, Reply, serving
 from tests.unit.parsing.parsing_samples import pdf_with_images

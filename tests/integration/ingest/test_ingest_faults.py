@@ -20,10 +20,10 @@ import pytest
 from sluice.db.connection import transaction
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import EmbeddingSpec, find_model
-from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.openai_compatible import OpenAICompatibleEmbedder
 from sluice.ingest import documents
 from sluice.ingest.dead_letters import on_dead_letter
+from sluice.retry import RetryPolicy
 from tests.fakes import FakeOpenAI, Reply, serving
 from tests.integration.ingest.conftest import ALICE, paragraphs
 

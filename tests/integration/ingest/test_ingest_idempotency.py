@@ -76,7 +76,7 @@ def test_a_message_for_an_older_attempt_changes_nothing(harness):
     from sluice.db.connection import transaction
 
     with transaction() as conn:
-        doc_repo.update(conn, doc_id, attempt=2, status="processing", stage="queued")
+        doc_repo.reopen(conn, doc_id, 2)
     h.run_pipeline(doc_id, attempt=2)
     assert expected_chunks(h, doc_id) == count and h.chunk_count(doc_id) == count
     # late messages of attempt 1 arrive after attempt 2 finished

@@ -9,7 +9,6 @@ import httpx
 import pytest
 from botocore.exceptions import ClientError
 
-from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.rerank import (
     BedrockReranker,
     HttpReranker,
@@ -18,6 +17,7 @@ from sluice.embedding.rerank import (
     sigmoid,
 )
 from sluice.errors import RerankerError
+from sluice.retry import RetryPolicy
 from sluice.search.service import SearchRequest, search
 from sluice.vectors import store
 from tests.fakes import embedder_returning

@@ -128,7 +128,7 @@ def finish_indexing(doc_id: uuid.UUID) -> None:
         doc = doc_repo.get(conn, doc_id)
         assert doc is not None
         retire_replaced(conn, doc)
-        doc_repo.update(conn, doc_id, status="done", stage="done")
+        doc_repo.mark_done(conn, doc_id, chunk_count=0, vector_document_id=None)
 
 
 def test_a_handed_over_file_is_a_committed_row_a_claim_and_then_an_encrypted_object(bench: Bench):

@@ -15,7 +15,6 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from sluice.embedding import EmbeddingSpec, build_embedder, clear_embedder_cache, find_model
-from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.bedrock import TITAN_V2, BedrockEmbedder
 from sluice.errors import (
     EmbeddingAuthenticationError,
@@ -25,6 +24,7 @@ from sluice.errors import (
     EmbeddingRateLimitedError,
     EmbeddingResponseError,
 )
+from sluice.retry import RetryPolicy
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 from sluice.embedding import EmbeddingSpec, build_embedder, clear_embedder_cache, find_model
-from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.endpoints import EndpointPolicy, guarded_http_client
 from sluice.embedding.openai_compatible import OpenAICompatibleEmbedder
 from sluice.errors import (
@@ -28,6 +27,7 @@ from sluice.errors import (
     EmbeddingResponseError,
     ValidationError,
 )
+from sluice.retry import RetryPolicy
 from tests.fakes import FakeOpenAI, Reply, serving, vector_for
 
 API_KEY = "sk-test-0123456789abcdef"

@@ -8,9 +8,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from sluice.config import get_settings
-from sluice.embedding.backoff import RetryPolicy
 from sluice.errors import ChatModelAuthenticationError, ChatModelRefusedError, ChatModelUnavailableError
 from sluice.llm import BedrockChatModel, Image, build_chat_model
+from sluice.retry import RetryPolicy
 
 MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 

@@ -6,7 +6,6 @@ import httpx
 import pytest
 
 from sluice.config import get_settings
-from sluice.embedding.backoff import RetryPolicy
 from sluice.embedding.endpoints import EndpointPolicy, guarded_http_client
 from sluice.errors import (
     ChatModelAuthenticationError,
@@ -17,6 +16,7 @@ from sluice.errors import (
 )
 from sluice.llm import Image, OpenAIChatModel, build_chat_model, chat_model_for
 from sluice.llm.build import ChatModelSettingError
+from sluice.retry import RetryPolicy
 from tests.fakes import FakeChatServer, Reply, serving
 
 LOOPBACK = EndpointPolicy.parse("127.0.0.1")
