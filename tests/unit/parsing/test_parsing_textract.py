@@ -25,7 +25,7 @@ from moto import mock_aws
 from moto.textract.models import TextractBackend
 
 from sluice.config import reset_settings
-from sluice.embedding.backoff import RetryPolicy
+from sluice.retry import RetryPolicy
 from sluice.parsing.ocr import PageImage
 from sluice.parsing.textract import TEXTRACT_MAX_BYTES, TextractEngine, image_refusal, page_text, textract_engine
 
