@@ -6,7 +6,7 @@ concurrency, the sync Map's MaxConcurrency), under the AWS quotas below.
 
     .venv/bin/python bench/simulate.py                       # every scale, tables; plots under bench/out/
     .venv/bin/python bench/simulate.py --scenario burst      # 100,000 documents dropped in an hour
-    .venv/bin/python bench/simulate.py --validate-local      # the local runtime's shape (one pump per queue)
+    .venv/bin/python bench/simulate.py --validate-local 12   # 12 documents through the local runtime's shape
 
 Service times come from bench/out/capacity.json when capacity.py has written it, otherwise from the
 figures measured here on 2026-11-29/12-02 that are written below (each says where it comes from).
@@ -271,9 +271,7 @@ class Pipeline:
         handlers = {"parse": self._parse, "chunk": self._chunk, "embed": self._embed}
         for stage, s in settings.stages.items():
             dlq = SqsQueue(env, s.queue + "DLQ", 300)
-            queue = SqsQueue(
-                env, s.queue, 1.0 if options.local_shape else s.visibility_timeout, s.max_receive_count, dlq
-            )
+            queue = SqsQueue(env, s.queue, s.visibility_timeout, s.max_receive_count, dlq)
             slots = self.account.reserve(s.reserved) if s.reserved else None
             fn = Function(env, s.function, s.memory_mb, s.timeout, handlers[stage], slots or self.account.unreserved)
             self.queues[stage], self.functions[stage] = queue, fn
@@ -665,8 +663,31 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=20, help="the steady window simulated per scale")
     parser.add_argument("--proxy", action="store_true")
     parser.add_argument("--embedder", choices=["local", "bedrock"], default="local")
+    parser.add_argument(
+        "--validate-local",
+        type=int,
+        metavar="DOCS",
+        default=0,
+        help="simulate DOCS documents dropped at once through the local runtime's shape: one pump "
+        "per queue taking one batch at a time, 1 s retries (compare with bench/load.py)",
+    )
     args = parser.parse_args()
     settings = read_settings(args.template)
+    if args.validate_local:
+        service = ServiceTimes.load()
+        result = run(
+            settings,
+            service,
+            Options(local_shape=True),
+            fixed_docs=[round(service.chunks_per_doc)] * args.validate_local,
+            horizon=1.0,
+        )
+        s = summarise(result)
+        print(
+            f"local shape, {args.validate_local} documents ({service.source}): drain {s['drain_s']:.1f} s, "
+            f"{s['throughput_docs_per_min']:.1f} documents/min, e2e p50 {s['e2e_p50_s']:.1f} s"
+        )
+        return 0
     service = ServiceTimes.load()
     options = Options(proxy=args.proxy, embedder=args.embedder)
     print(f"service times: {service.source}")
