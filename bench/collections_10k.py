@@ -20,7 +20,7 @@ import uuid
 
 from harness import migrated_database, print_table
 
-CHECKPOINTS = (100, 500, 1000, 2000, 5000, 10000)
+CHECKPOINTS = (100, 300, 600, 1000, 2000, 5000, 10000)
 
 
 def rss_mb(pids: list[int]) -> float:
@@ -58,6 +58,7 @@ def measure(conn, n: int) -> list[object]:
         plans.append(float(text.split("Planning Time: ")[1].split(" ms")[0]))
     conn.rollback()
     pids = [r["pid"] for r in conn.execute("SELECT pid FROM pg_stat_activity").fetchall()]
+    conn.rollback()
     return [n, rels, row["size"], db, f"{min(plans):.2f}", f"{sorted(plans)[2]:.2f}", f"{rss_mb(pids):.0f}"]
 
 
@@ -125,6 +126,7 @@ def main() -> int:
                 ],
                 rows,
             )
+            conn.rollback()
             conn.autocommit = True
             t0 = time.perf_counter()
             conn.execute("ANALYZE")
