@@ -37,7 +37,11 @@ class Settings(BaseSettings):
     # Database: a URL, or a Secrets Manager secret holding the usual RDS fields
     database_url: str = Field("", alias="DATABASE_URL")
     database_secret_id: str = Field("", alias="DATABASE_SECRET_ID")
-    db_pool_max_size: int = Field(4, alias="DB_POOL_MAX_SIZE")
+    # An RDS Proxy endpoint that replaces the host of the URL or secret (template DatabaseProxyHost).
+    database_proxy_host: str = Field("", alias="DATABASE_PROXY_HOST")
+    # Per process. A Lambda environment serves one event at a time: the template sets 1 (DbPoolMaxSize);
+    # the local runtime, every function's environments as threads of one process, keeps more.
+    db_pool_max_size: int = Field(4, alias="DB_POOL_MAX_SIZE", ge=1)
 
     # Upload ceilings (R-UP-1) and the direct-upload limit of a Lambda request
     max_upload_size_mb: int = Field(50, alias="MAX_UPLOAD_SIZE_MB")

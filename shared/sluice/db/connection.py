@@ -49,10 +49,20 @@ def _url_from_secret(secret_id: str) -> str:
 def database_url() -> str:
     settings = get_settings()
     if settings.database_url:
-        return with_tls(settings.database_url)
-    if settings.database_secret_id:
-        return with_tls(_url_from_secret(settings.database_secret_id))
-    raise RuntimeError("Set DATABASE_URL or DATABASE_SECRET_ID")
+        url = settings.database_url
+    elif settings.database_secret_id:
+        url = _url_from_secret(settings.database_secret_id)
+    else:
+        raise RuntimeError("Set DATABASE_URL or DATABASE_SECRET_ID")
+    return with_tls(through_proxy(url, settings.database_proxy_host))
+
+
+def through_proxy(url: str, proxy_host: str) -> str:
+    """``url`` with its host replaced by an RDS Proxy endpoint, when one is configured: the proxy takes
+    the same credentials and database and pools the server's connections across functions."""
+    if not proxy_host:
+        return url
+    return make_conninfo(url, host=proxy_host)
 
 
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -79,20 +89,26 @@ def _configure(conn: Connection) -> None:
     conn.commit()
 
 
+def new_pool(url: str, max_size: int, timeout: float = 30.0) -> ConnectionPool[Connection]:
+    """A pool of at most ``max_size`` connections; a caller beyond them waits up to ``timeout`` s."""
+    return ConnectionPool(
+        url,
+        connection_class=psycopg.Connection[dict[str, Any]],
+        min_size=1,
+        max_size=max_size,
+        kwargs={"row_factory": dict_row, "autocommit": False},
+        configure=_configure,
+        open=True,
+        check=ConnectionPool.check_connection,
+        timeout=timeout,
+    )
+
+
 def get_pool() -> ConnectionPool[Connection]:
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ConnectionPool(
-                database_url(),
-                connection_class=psycopg.Connection[dict[str, Any]],
-                min_size=1,
-                max_size=get_settings().db_pool_max_size,
-                kwargs={"row_factory": dict_row, "autocommit": False},
-                configure=_configure,
-                open=True,
-                check=ConnectionPool.check_connection,
-            )
+            _pool = new_pool(database_url(), get_settings().db_pool_max_size)
         return _pool
 
 

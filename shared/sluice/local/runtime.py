@@ -325,6 +325,9 @@ class LocalRuntime:
         # Values that name places on AWS (the layer under /opt, the database) point
         # at their local counterparts instead.
         env["DATABASE_URL"] = self.database_url or ""
+        # Every function's environments are threads of this one process, sharing one pool: the template's
+        # one connection per Lambda environment (DbPoolMaxSize) would serialise them all here.
+        env["DB_POOL_MAX_SIZE"] = os.environ.get("DB_POOL_MAX_SIZE", "4")
         env["SLUICE_CATALOG_PATH"] = str(self.root / "infra" / "catalog" / "embedding_models.json")
         env["SLUICE_MIGRATIONS_DIR"] = str(self.root / "infra" / "migrations")
         # Where a Tesseract layer is on AWS (/opt): here the distribution's tesseract finds its own data,

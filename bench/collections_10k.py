@@ -1,0 +1,178 @@
+"""One table per collection at 10,000 collections (issue 30): each made by ``vectors.store.ensure_table``
+(HNSW, GIN, btree and hash indexes, the text-statistics triggers) with a few chunks, then at checkpoints:
+CREATE time per collection, catalog size, planning time of a search's query, ANALYZE of every table, a
+migration touching every table (ADD COLUMN + DROP COLUMN), and the server's memory.
+
+    nice -n 10 .venv/bin/python bench/collections_10k.py                     # 10,000 collections
+    nice -n 10 .venv/bin/python bench/collections_10k.py --max-minutes 6     # stop creating after 6 minutes
+
+With --max-minutes the run stops at the last checkpoint reached and says so; the figures per
+collection are then extrapolated to 10,000 (each checkpoint's figures show whether they are linear).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import uuid
+
+from harness import migrated_database, print_table
+
+CHECKPOINTS = (100, 300, 600, 1000, 2000, 5000, 10000)
+
+
+def rss_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def measure(conn, n: int) -> list[object]:
+    from sluice.vectors.names import table_ident
+
+    row = conn.execute(
+        "SELECT count(*) AS rels, pg_size_pretty(sum(pg_total_relation_size(c.oid))) AS size"
+        " FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = 'pg_catalog'"
+    ).fetchone()
+    rels = conn.execute("SELECT count(*) AS n FROM pg_class").fetchone()["n"]
+    db = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database())) AS s").fetchone()["s"]
+    # A search's candidate query shape on one collection among n: ORDER BY the HNSW expression, with a filter.
+    t = table_ident(f"c{n // 2:05d}").as_string(conn)
+    vec = "[" + ",".join(["0.05"] * 384) + "]"
+    plans = []
+    for _ in range(5):
+        out = conn.execute(
+            f"EXPLAIN (SUMMARY true) SELECT id FROM {t} WHERE kb_id IS NOT NULL"  # noqa: S608
+            f" ORDER BY embedding::halfvec(384) <=> '{vec}'::halfvec(384) LIMIT 10"
+        ).fetchall()
+        text = " ".join(next(iter(r.values())) for r in out)
+        plans.append(float(text.split("Planning Time: ")[1].split(" ms")[0]))
+    conn.rollback()
+    pids = [r["pid"] for r in conn.execute("SELECT pid FROM pg_stat_activity").fetchall()]
+    conn.rollback()
+    return [n, rels, row["size"], db, f"{min(plans):.2f}", f"{sorted(plans)[2]:.2f}", f"{rss_mb(pids):.0f}"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--collections", type=int, default=10_000)
+    parser.add_argument("--max-minutes", type=float, default=0)
+    parser.add_argument("--database-url")
+    args = parser.parse_args()
+
+    import psycopg
+    from psycopg.rows import dict_row
+
+    from sluice.db.connection import _configure
+    from sluice.vectors import store
+
+    url, server = migrated_database(args.database_url, "collections")
+    started = time.perf_counter()
+    rows, create_rows = [], []
+    kb = uuid.uuid4()
+    try:
+        with psycopg.connect(url, row_factory=dict_row) as conn:
+            _configure(conn)
+            made, lap, lap_n = 0, time.perf_counter(), 0
+            for n in range(args.collections):
+                name = f"c{n:05d}"
+                store.ensure_table(conn, name, 384)
+                doc = uuid.uuid4()
+                store.insert_chunks(
+                    conn,
+                    name,
+                    [
+                        store.ChunkRow(
+                            doc, kb, "org", i, f"collection {n} chunk {i} words", [((n + i) % 7) / 10 + 0.01] * 384
+                        )
+                        for i in range(3)
+                    ],
+                )
+                conn.commit()
+                made = n + 1
+                if made in CHECKPOINTS:
+                    per = (time.perf_counter() - lap) / (made - lap_n)
+                    create_rows.append([made, f"{per * 1000:.1f}"])
+                    lap, lap_n = time.perf_counter(), made
+                    rows.append(measure(conn, made))
+                    print(f"{made} collections, {time.perf_counter() - started:.0f} s", flush=True)
+                    if args.max_minutes and time.perf_counter() - started > args.max_minutes * 60:
+                        break
+            print_table(
+                "CREATE (ensure_table + 3 chunks + commit), ms per collection since the last checkpoint",
+                ["collections", "ms each"],
+                create_rows,
+            )
+            print_table(
+                "Catalog and planning at each checkpoint (planning: EXPLAIN of a search's ORDER BY, min and "
+                "median of 5)",
+                [
+                    "collections",
+                    "pg_class rows",
+                    "pg_catalog size",
+                    "database size",
+                    "plan ms min",
+                    "plan ms p50",
+                    "backends RSS MB",
+                ],
+                rows,
+            )
+            conn.rollback()
+            conn.autocommit = True
+            t0 = time.perf_counter()
+            conn.execute("ANALYZE")
+            analyze_s = time.perf_counter() - t0
+            tables = [
+                r["name"]
+                for r in conn.execute(
+                    "SELECT relname AS name FROM pg_class WHERE relkind = 'r' AND relname LIKE 'rag\\_c%'"
+                ).fetchall()
+            ]
+            conn.autocommit = False
+            results = [["ANALYZE (the whole database)", f"{analyze_s:.1f}", f"{analyze_s * 1000 / len(tables):.2f}"]]
+            locks = conn.execute("SHOW max_locks_per_transaction").fetchone()["max_locks_per_transaction"]
+            for label, per_txn in (("one transaction", len(tables)), ("500 tables a transaction", 500)):
+                t0 = time.perf_counter()
+                try:
+                    for i, name in enumerate(tables):
+                        conn.execute(f'ALTER TABLE "{name}" ADD COLUMN probe_col text')  # noqa: S608
+                        conn.execute(f'ALTER TABLE "{name}" DROP COLUMN probe_col')  # noqa: S608
+                        if (i + 1) % per_txn == 0:
+                            conn.commit()
+                    conn.commit()
+                    seconds = time.perf_counter() - t0
+                    results.append(
+                        [
+                            f"migration: ADD + DROP COLUMN on every table, {label}",
+                            f"{seconds:.1f}",
+                            f"{seconds * 1000 / len(tables):.2f}",
+                        ]
+                    )
+                except psycopg.Error as error:
+                    conn.rollback()
+                    results.append(
+                        [
+                            f"migration, {label}: FAILED after {time.perf_counter() - t0:.1f} s",
+                            str(error).splitlines()[0][:80],
+                            f"max_locks_per_transaction {locks}",
+                        ]
+                    )
+            print_table(f"Every table at {len(tables)} collections", ["operation", "seconds", "ms per table"], results)
+            print(f"load average at the end: {os.getloadavg()}")
+    finally:
+        if server is not None:
+            server.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
