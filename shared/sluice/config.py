@@ -62,6 +62,9 @@ class Settings(BaseSettings):
 
     # OCR (R-PARSE-7): which engine reads page images for the whole deployment (sluice.parsing.ocr).
     ocr_provider: Literal["tesseract", "textract"] = Field("tesseract", alias="SLUICE_OCR_PROVIDER")
+    # The Tesseract languages the parse function's layer holds, declared to every function (only the
+    # parse function carries the layer); None: read the machine's own language data (local runtime).
+    ocr_languages: str | None = Field(None, alias="SLUICE_OCR_LANGUAGES")
 
     # Embedding
     embed_batch_size: int = Field(64, alias="EMBED_BATCH_SIZE")

@@ -398,20 +398,18 @@ def test_only_the_parse_function_may_call_textract_and_only_with_ocr_provider_te
     assert raw["Parameters"]["OcrProvider"]["AllowedValues"] == ["tesseract", "textract"]
 
 
-def test_the_parse_function_is_told_the_ocr_provider_and_where_tesseracts_data_is(raw):
+def test_every_function_is_told_the_ocr_provider_and_the_parse_function_where_tesseracts_data_is(raw):
     parse = raw["Resources"]["ParseFunction"]["Properties"]
-    variables = parse["Environment"]["Variables"]
-    assert variables["SLUICE_OCR_PROVIDER"] == {"Ref": "OcrProvider"}
-    assert variables["TESSDATA_PREFIX"] == {"Ref": "TessdataPrefix"}
+    assert parse["Environment"]["Variables"]["TESSDATA_PREFIX"] == {"Ref": "TessdataPrefix"}
     # The operator's Tesseract layer, attached only when named, as LibreOffice's is.
     assert {"Fn::If": ["HasTesseractLayer", {"Ref": "TesseractLayerArn"}, {"Ref": "AWS::NoValue"}]} in parse["Layers"]
     assert raw["Conditions"]["HasTesseractLayer"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "TesseractLayerArn"}, ""]}]}
-    # No other function runs the parse child for knowledge-base documents, so none is told.
-    others = [n for n, r in raw["Resources"].items() if r["Type"] == "AWS::Serverless::Function"
-              and n != "ParseFunction"
-              and "SLUICE_OCR_PROVIDER" in (r["Properties"].get("Environment") or {}).get("Variables", {})]
-    assert others == []
-    assert "SLUICE_OCR_PROVIDER" not in raw["Globals"]["Function"]["Environment"]["Variables"]
+    # The API's functions validate ocr_languages and answer GET /rag/parsers without the layer: the
+    # deployment declares what the layer reads to all of them (nothing without a layer).
+    shared = raw["Globals"]["Function"]["Environment"]["Variables"]
+    assert shared["SLUICE_OCR_PROVIDER"] == {"Ref": "OcrProvider"}
+    assert shared["SLUICE_OCR_LANGUAGES"] == {"Fn::If": ["HasTesseractLayer", {"Ref": "TesseractLanguages"}, ""]}
+    assert raw["Parameters"]["TesseractLanguages"]["Default"] == "eng"
 
 
 def test_locally_the_ocr_provider_is_tesseract_unless_the_environment_says_textract():

@@ -7,7 +7,7 @@ import importlib.util
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sluice.parsing.ocr import installed_languages, tessdata_dir, tesseract_version
+from sluice.parsing.ocr import tesseract_languages, tesseract_version
 from sluice.parsing.options import DEFAULT_MAX_PAGES, DEFAULT_OCR_LANGUAGES, OCR_MODES, PARSERS
 
 
@@ -39,7 +39,7 @@ class ParsersOut(_Body):
 
 
 def parsers_view(ocr_provider: str) -> ParsersOut:
-    languages = sorted(installed_languages(tessdata_dir()))
+    languages = sorted(tesseract_languages())
     tesseract = TesseractOut(available=bool(languages), version=tesseract_version(), languages=languages)
     textract_built = importlib.util.find_spec("sluice.parsing.textract") is not None
     textract = TextractOut(configured=ocr_provider == "textract" and textract_built)

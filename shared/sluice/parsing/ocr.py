@@ -163,14 +163,28 @@ class TesseractEngine:
         return Recognised(number=page.number, text=text, error=None)
 
 
+def tesseract_languages() -> frozenset[str]:
+    """The languages the deployment's Tesseract reads. On AWS only the parse function carries the
+    Tesseract layer, so the deployment declares what that layer holds (``ocr_languages``,
+    SLUICE_OCR_LANGUAGES) to the functions that validate a collection's parser
+    and answer GET /rag/parsers; where it declares nothing (no layer, the local runtime, sam local),
+    the machine's installed language data is what it reads."""
+    from sluice.config import get_settings
+
+    declared = get_settings().ocr_languages
+    if declared:
+        return frozenset(code for code in re.split(r"[\s,+]+", declared) if code)
+    return installed_languages(tessdata_dir())
+
+
 def available_languages() -> frozenset[str] | None:
-    """What the deployment's engine reads: Tesseract's installed language data, or None (the engine
-    decides, as Textract does). Checked where a collection's ``ocr_languages`` is validated."""
+    """What the deployment's engine reads: Tesseract's languages, or None (the engine decides, as
+    Textract does). Checked where a collection's ``ocr_languages`` is validated."""
     from sluice.config import get_settings
 
     if get_settings().ocr_provider == "textract":
         return None
-    return installed_languages(tessdata_dir())
+    return tesseract_languages()
 
 
 def engine_for(provider: str | None = None, **options: Any) -> OcrEngine:

@@ -212,3 +212,24 @@ def test_textract_is_the_engine_the_factory_gives_for_it(monkeypatch: pytest.Mon
 
     engine = engine_for("textract", max_concurrency=2, deadline=10)
     assert engine.name == "textract" and engine.languages() is None
+
+
+@pytest.mark.parametrize(("declared", "expected"), [("eng+spa", ["eng", "spa"]), ("deu", ["deu"])])
+def test_a_deployment_declares_what_its_tesseract_layer_reads_to_functions_without_it(
+    monkeypatch: pytest.MonkeyPatch, declared: str, expected: list[str]
+) -> None:
+    # On AWS only the parse function carries the layer; the API's functions validate ocr_languages
+    # and answer GET /rag/parsers from what the template declares (SLUICE_OCR_LANGUAGES).
+    from sluice.api.views_parsers import parsers_view
+    from sluice.config import reset_settings
+    from sluice.parsing.ocr import available_languages
+
+    monkeypatch.setenv("SLUICE_OCR_LANGUAGES", declared)
+    monkeypatch.setenv("TESSDATA_PREFIX", "/nonexistent")  # nothing on this machine is read
+    reset_settings()
+    try:
+        assert sorted(available_languages() or ()) == expected
+        view = parsers_view("tesseract")
+        assert view.ocr_available and view.ocr_languages == expected
+    finally:
+        reset_settings()
