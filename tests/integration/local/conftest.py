@@ -1,6 +1,7 @@
 """The local runtime applies the template's function environment to this process (every function is
 a thread of it): INDEXING_PAUSED_PARAMETER, the queue URLs, DATABASE_URL... Each module here gives the
-environment back as it found it (set up before the module's runtime, torn down after it), so no later test in the same worker runs as a deployed function."""
+environment back as it found it (set up before the module's runtime, torn down after it), so no
+later test in the same worker runs as a deployed function."""
 
 from __future__ import annotations
 
