@@ -81,7 +81,8 @@ def catalog_view(models: Sequence[CatalogModel], default: DefaultEmbedding) -> E
     return EmbeddingModelsOut(
         models=[CatalogModelOut(provider=m.provider, model=m.model, dim=m.dim, max_input_tokens=m.max_input_tokens,
                                 allowed_dims=list(m.allowed_dims), description=m.description,
-                                vec_gate=m.vec_gate, is_default=(m.provider, m.model) == (default.provider, default.model))
+                                vec_gate=m.vec_gate,
+                                is_default=(m.provider, m.model) == (default.provider, default.model))
                 for m in models],
         default=DefaultModelOut(provider=default.provider, model=default.model),
     )

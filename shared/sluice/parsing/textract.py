@@ -40,8 +40,8 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from sluice.retry import Deadline, RetryPolicy
 from sluice.parsing.ocr import PageImage, Recognised
+from sluice.retry import Deadline, RetryPolicy
 
 log = logging.getLogger(__name__)
 

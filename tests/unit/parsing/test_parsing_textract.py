@@ -25,9 +25,9 @@ from moto import mock_aws
 from moto.textract.models import TextractBackend
 
 from sluice.config import reset_settings
-from sluice.retry import RetryPolicy
 from sluice.parsing.ocr import PageImage
 from sluice.parsing.textract import TEXTRACT_MAX_BYTES, TextractEngine, image_refusal, page_text, textract_engine
+from sluice.retry import RetryPolicy
 
 # A page as Textract answers it: the PAGE block lists its lines in reading order, which here is not the
 # order the LINE blocks come in (a two-column page: the right column's line was found first).
