@@ -420,3 +420,15 @@ def test_locally_the_ocr_provider_is_tesseract_unless_the_environment_says_textr
     resolve = Resolver(t, refs, attrs)
     assert function_environment(t, resolve, {})["SLUICE_OCR_PROVIDER"] == "tesseract"
     assert function_environment(t, resolve, {"SLUICE_OCR_PROVIDER": "textract"})["SLUICE_OCR_PROVIDER"] == "textract"
+
+
+def test_locally_the_ocr_languages_are_the_machines_own_unless_a_layer_is_named():
+    # Fn::If on the template's conditions, as CloudFormation would: no TesseractLayerArn (the default)
+    # declares nothing, so the local runtime reads the machine's language data.
+    t = parse(TEMPLATE)
+    refs = {name: f"local-{name}" for name in t.raw["Resources"]}
+    attrs = {(name, "Arn"): f"arn:local:{name}" for name in t.raw["Resources"]}
+    assert function_environment(t, Resolver(t, refs, attrs), {})["SLUICE_OCR_LANGUAGES"] == ""
+    layered = Resolver(t, refs, attrs, {"TesseractLayerArn": "arn:aws:lambda:us-east-1:1:layer:tess:1",
+                                         "TesseractLanguages": "eng+spa"})
+    assert function_environment(t, layered, {})["SLUICE_OCR_LANGUAGES"] == "eng+spa"

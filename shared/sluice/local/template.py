@@ -206,6 +206,7 @@ class Resolver:
         self.refs.update(params)
         self.refs.update({"AWS::AccountId": ACCOUNT, "AWS::Region": REGION, "AWS::Partition": "aws",
                           "AWS::StackName": "sluice-local", "AWS::URLSuffix": "amazonaws.com"})
+        self.conditions: dict[str, Any] = dict(template.raw.get("Conditions", {}))
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, dict):
@@ -217,10 +218,32 @@ class Resolver:
             if "Fn::Sub" in value:
                 text = value["Fn::Sub"]
                 return re.sub(r"\$\{([^}]+)\}", lambda m: str(self._sub(m.group(1))), text)
+            if "Fn::If" in value:
+                condition, yes, no = value["Fn::If"]
+                return self(yes) if self.condition(condition) else self(no)
             return {k: self(v) for k, v in value.items()}
         if isinstance(value, list):
             return [self(v) for v in value]
         return value
+
+    def condition(self, name: str) -> bool:
+        """A template condition, on the local parameter values (the stack parameters' defaults)."""
+        return self._holds(self.conditions[name])
+
+    def _holds(self, expr: Any) -> bool:
+        if isinstance(expr, dict):
+            if "Fn::Equals" in expr:
+                left, right = expr["Fn::Equals"]
+                return str(self(left)) == str(self(right))
+            if "Fn::Not" in expr:
+                return not self._holds(expr["Fn::Not"][0])
+            if "Fn::And" in expr:
+                return all(self._holds(e) for e in expr["Fn::And"])
+            if "Fn::Or" in expr:
+                return any(self._holds(e) for e in expr["Fn::Or"])
+            if "Condition" in expr:
+                return self.condition(expr["Condition"])
+        raise ValueError(f"a condition the local runtime cannot evaluate: {expr!r}")
 
     def _sub(self, name: str) -> Any:
         if "." in name and name.split(".")[0] not in ("AWS::AccountId",):
