@@ -221,7 +221,8 @@ def test_a_plan_the_collection_no_longer_allows_fails_the_document_with_its_reas
     h.deliver(h.parse_message(doc_id))
     h.deliver(h.chunk_message(doc_id))
     doc = h.document(doc_id)
-    assert doc.status == "error" and doc.stage == "chunking"
+    # the parse stage reads the merged plan first (its parser settings, R-PARSE-7): refused before reading
+    assert doc.status == "error" and doc.stage == "parsing"
     assert doc.error_message == (
         "The chunking settings are not valid. Chunk overlap (100) must be at most half the chunk size (150); "
         "a larger overlap repeats most of every chunk in the next one.")
