@@ -63,15 +63,11 @@ def children() -> tuple[float, int]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
-def worker(dpi: int, noise: float, pages: int) -> dict[str, float]:
-    """One set through the service's path, in this fresh process."""
-    from sluice.parsing import extract_isolated, sniff
+def bench_budget() -> object:
+    """Room enough that only the recognition is measured: the parse child's limits, widened."""
     from sluice.parsing.budget import ParseBudget
-    from sluice.parsing.ocr import TesseractEngine
-    from sluice.parsing.options import ParserOptions
 
-    data = scanned_pdf(sources(pages), dpi=dpi, noise=noise)
-    budget = ParseBudget(
+    return ParseBudget(
         max_chars=5_000_000,
         pdf_max_pages=2000,
         sheet_max_cells=1_000_000,
@@ -82,6 +78,16 @@ def worker(dpi: int, noise: float, pages: int) -> dict[str, float]:
         timeout_seconds=600,
         memory_mb=1536,
     )
+
+
+def worker(dpi: int, noise: float, pages: int) -> dict[str, float]:
+    """One set through the service's path, in this fresh process."""
+    from sluice.parsing import extract_isolated, sniff
+    from sluice.parsing.ocr import TesseractEngine
+    from sluice.parsing.options import ParserOptions
+
+    data = scanned_pdf(sources(pages), dpi=dpi, noise=noise)
+    budget = bench_budget()
     started = time.perf_counter()
     document = extract_isolated(
         data, sniff(data, "scan.pdf"), budget, None, ParserOptions(ocr="auto"), TesseractEngine()
@@ -129,23 +135,12 @@ def command_line(dpi: int, noise: float, pages: int) -> dict[str, float]:
 
 def born_digital_overhead(pages: int, rounds: int) -> tuple[float, float]:
     from sluice.parsing import extract_isolated, sniff
-    from sluice.parsing.budget import ParseBudget
     from sluice.parsing.ocr import TesseractEngine
     from sluice.parsing.options import ParserOptions
 
     data = born_digital_pdf([page_lines(i, lines=30) for i in range(pages)])
     kind = sniff(data, "born.pdf")
-    budget = ParseBudget(
-        max_chars=5_000_000,
-        pdf_max_pages=2000,
-        sheet_max_cells=1_000_000,
-        archive_max_entries=5000,
-        archive_max_bytes=1 << 28,
-        archive_max_ratio=100,
-        archive_max_member_bytes=1 << 26,
-        timeout_seconds=600,
-        memory_mb=1536,
-    )
+    budget = bench_budget()
     timings: dict[str, list[float]] = {"off": [], "auto": []}
     for _ in range(rounds):
         for mode in ("off", "auto"):
