@@ -122,3 +122,69 @@ def test_the_sql_check_finds_what_it_must_and_nothing_else():
     assert _sql_outside_its_homes("m", ast.parse(
         'a = "Select the base."\nb = "Update the document, then retry."\nc = "WITH care"\n'
         'pool.submit(run)\nsfn.start_execution(x)\n')) == []
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Which sluice modules each imports (a ``from package import submodule`` names the submodule)."""
+    names = {name for name, _ in _module_files()}
+    graph: dict[str, set[str]] = {}
+    for name, path in _module_files():
+        edges = set()
+        for imported, members in _imports(path):
+            if imported not in names:
+                continue
+            subs = {f"{imported}.{m}" for m in members} & names
+            edges |= subs or {imported}
+            if set(members) - {s.rsplit(".", 1)[1] for s in subs}:
+                edges.add(imported)
+        graph[name] = edges - {name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_at_any_level():
+    # Between layers the order above already forbids one; this finds those between modules of one
+    # package, which a function-level import can hide (imports inside functions count here too).
+    graph = _module_graph()
+    assert len(graph) > 60
+    cycles = _cycles(graph)
+    assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_finds_a_hidden_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []

@@ -10,7 +10,8 @@ from sluice.parsing.budget import ParseBudget, TextBudget, memory_sentence
 from sluice.parsing.document import ParsedDocument
 from sluice.parsing.images import ImageOptions
 from sluice.parsing.kinds import SPECS, FileKind
-from sluice.parsing.ocr import OcrEngine, OcrPass
+from sluice.parsing.ocr import OcrPass
+from sluice.parsing.ocr_engine import OcrEngine
 from sluice.parsing.options import ParserOptions
 
 log = logging.getLogger(__name__)

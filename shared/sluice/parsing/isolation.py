@@ -36,7 +36,7 @@ from sluice.parsing.budget import ParseBudget, memory_sentence
 from sluice.parsing.document import ArchiveMember, PageText, ParsedDocument
 from sluice.parsing.images import ExtractedImage, ImageOptions, ImagePlacement
 from sluice.parsing.kinds import FileKind
-from sluice.parsing.ocr import OcrEngine, PageImage, Recognised
+from sluice.parsing.ocr_engine import OcrEngine, PageImage, Recognised
 from sluice.parsing.options import ParserOptions
 from sluice.parsing.render import RenderedPage, RenderedPages
 

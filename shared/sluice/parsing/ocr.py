@@ -1,7 +1,7 @@
 """OCR: page images in, recognised text out, through one engine per deployment (SPEC R-PARSE-7).
 
-The seam every engine plugs into: ``PageImage`` (a page rendered to PNG at a known resolution),
-``Recognised`` (its text, or why there is none) and ``OcrEngine`` (``languages`` installed, and
+The seam every engine plugs into (sluice.parsing.ocr_engine): ``PageImage`` (a page rendered to PNG
+at a known resolution), ``Recognised`` (its text, or why there is none) and ``OcrEngine`` (``languages`` installed, and
 ``recognise``). ``engine_for`` picks the engine from the deployment setting ``ocr_provider``
 (``SLUICE_OCR_PROVIDER``): ``tesseract`` (default; runs in the parse child, sluice.parsing.isolation)
 or ``textract`` (sluice.parsing.textract, imported only when chosen).
@@ -21,11 +21,11 @@ import re
 import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 from sluice.errors import OcrConfigurationError
+from sluice.parsing.ocr_engine import OcrEngine, PageImage, Recognised
 
 log = logging.getLogger(__name__)
 
@@ -44,33 +44,6 @@ _TESSDATA_GLOBS = (
 _LANGUAGE = re.compile(r"^[a-z][a-z0-9_]{1,30}$")
 # Not languages: orientation/script detection and the equation model.
 _NOT_LANGUAGES = frozenset({"osd", "equ"})
-
-
-@dataclass(frozen=True)
-class PageImage:
-    number: int  # 1-based page number
-    png: bytes
-    dpi: int
-
-
-@dataclass(frozen=True)
-class Recognised:
-    number: int
-    # None when the page could not be read; ``error`` then says why (counted in the document's note).
-    text: str | None
-    error: str | None
-
-
-class OcrEngine(Protocol):
-    name: str  # "tesseract" | "textract"
-
-    def languages(self) -> frozenset[str] | None:
-        """The language codes this engine can read; None when the engine decides (Textract)."""
-        ...
-
-    def recognise(self, pages: Sequence[PageImage], languages: str) -> list[Recognised]:
-        """One ``Recognised`` per page, in order; a page it could not read has text None."""
-        ...
 
 
 def split_languages(languages: str) -> list[str]:

@@ -139,6 +139,12 @@ def _recognised(ocr: OcrPass, page: object, page_text: str) -> tuple[str, bool]:
     return answer.text, full_page_image(page)
 
 
+def pdf_markdown(data: bytes, budget: ParseBudget) -> ParsedDocument:
+    """A PDF read by the ``layout`` parser: what ``read_pdf`` returns (page spans, notes,
+    refusals), the text markdown."""
+    return read_pdf(data, budget, layout=True)
+
+
 def _page_markdown(document: object, pages: int, text: TextBudget) -> PageMarkdown | None:
     from sluice.parsing.pdf_layout import PageMarkdown
 

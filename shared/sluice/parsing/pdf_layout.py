@@ -15,9 +15,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sluice.parsing.budget import ParseBudget
-from sluice.parsing.document import ParsedDocument
-
 # Typeset ligatures (U+FB00-U+FB06): pymupdf4llm keeps them; plain text reads them as letters
 # (pdf.py), so the two parsers index the same words.
 _LIGATURES = str.maketrans(
@@ -25,14 +22,6 @@ _LIGATURES = str.maketrans(
 )
 _BOLD_HEADING = re.compile(r"^(#{1,6} )\*\*(.+?)\*\*[ \t]*$", re.MULTILINE)
 _BLANK_RUN = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
-
-
-def pdf_markdown(data: bytes, budget: ParseBudget) -> ParsedDocument:
-    """A PDF read by the ``layout`` parser: what ``read_pdf`` returns (page spans, notes,
-    refusals), the text markdown."""
-    from sluice.parsing.pdf import read_pdf
-
-    return read_pdf(data, budget, layout=True)
 
 
 class PageMarkdown:

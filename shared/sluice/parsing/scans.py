@@ -12,7 +12,8 @@ from typing import Any
 from sluice.errors import ParseError
 from sluice.parsing.budget import ParseBudget, TextBudget
 from sluice.parsing.document import ParsedDocument
-from sluice.parsing.ocr import OcrPass, PageImage
+from sluice.parsing.ocr import OcrPass
+from sluice.parsing.ocr_engine import PageImage
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
-from sluice.parsing.ocr import PageImage, Recognised
+from sluice.parsing.ocr_engine import PageImage, Recognised
 from sluice.retry import Deadline, RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ _NO_CREDENTIALS = "This deployment has no AWS credentials to call Amazon Textrac
 
 
 class TextractEngine:
-    """An ``OcrEngine`` (sluice.parsing.ocr) that reads each page with Textract's DetectDocumentText."""
+    """An ``OcrEngine`` (sluice.parsing.ocr_engine) that reads each page with Textract's DetectDocumentText."""
 
     name = "textract"
 

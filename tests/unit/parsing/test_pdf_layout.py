@@ -9,7 +9,7 @@ from sluice.chunking import ChunkingPlan, split_text
 from sluice.parsing import extract, sniff
 from sluice.parsing.isolation import extract_isolated
 from sluice.parsing.options import ParserOptions
-from sluice.parsing.pdf_layout import pdf_markdown
+from sluice.parsing.pdf import pdf_markdown
 
 
 def test_headings_lists_and_tables_come_out_as_markdown() -> None:
