@@ -85,11 +85,12 @@ class Failure:
 
 def call(policy: RetryPolicy, send: Callable[[Try], T], classify: Callable[[Exception, Try], Failure | None],
          give_up: Callable[[Failure, int, str], NoReturn], *,
-         on_retry: Callable[[Failure, int, float], None] | None = None) -> T:
+         on_retry: Callable[[Failure, int, float], None] | None = None, deadline: Deadline | None = None) -> T:
     """``send`` until it answers; a failure ``classify`` calls transient is tried again after
     ``policy.delay`` while attempts and the deadline allow, any other ends in ``give_up(failure,
-    attempts, detail)``. ``classify`` answering None (or raising) lets the error through as it is."""
-    deadline = Deadline(policy)
+    attempts, detail)``. ``classify`` answering None (or raising) lets the error through as it is.
+    ``deadline``: one shared by several calls (the pages of one document), else the policy's own."""
+    deadline = deadline if deadline is not None else Deadline(policy)
     attempt = 0
     while True:
         attempt += 1

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import Any
+from typing import Any, NoReturn
 
 from botocore.exceptions import (
     ClientError,
@@ -40,6 +40,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
+from sluice import retry
 from sluice.parsing.ocr_engine import PageImage, Recognised
 from sluice.retry import Deadline, RetryPolicy
 
@@ -122,48 +123,72 @@ class TextractEngine:
         refusal = image_refusal(page.png)
         if refusal is not None:
             return Recognised(page.number, None, refusal)
-        attempt = 0
-        while True:
+
+        def send(t: retry.Try) -> Recognised:
             if halt.reason is not None:
-                return Recognised(page.number, None, halt.reason)
-            if deadline.remaining() <= 0:
-                return Recognised(page.number, None, _out_of_time(self._retry, attempt))
-            attempt += 1
-            try:
-                response = self._client.detect_document_text(Document={"Bytes": page.png})
-            except ClientError as exc:
-                error = exc.response.get("Error", {})
-                code = str(error.get("Code", ""))
-                status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-                if code in _REFUSED:
-                    log.warning("textract refused page %d: %s: %s", page.number, code, error.get("Message"))
-                    return Recognised(page.number, None, _REFUSED[code])
-                if code in _DEPLOYMENT:
-                    log.error("textract refused the deployment: %s: %s", code, error.get("Message"))
-                    return Recognised(page.number, None, halt.stop(_NOT_ALLOWED.format(code=code)))
-                if code not in _RETRIED and status < 500:
-                    log.warning("textract refused page %d: %s: %s", page.number, code, error.get("Message"))
-                    return Recognised(page.number, None, f"Amazon Textract refused the page ({code or status}).")
-                detail = code or f"HTTP {status}"
-            except (HTTPClientError, ConnectionError) as exc:
-                detail = f"no answer ({type(exc).__name__})"
-            except (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError):
-                log.error("textract: no AWS credentials")
-                return Recognised(page.number, None, halt.stop(_NO_CREDENTIALS))
-            except ParamValidationError as exc:  # botocore's own checks, e.g. the 10 MB blob ceiling
-                log.warning("textract request for page %d invalid: %s", page.number, exc)
-                return Recognised(page.number, None, "Amazon Textract cannot be sent this page image.")
-            else:
-                return Recognised(page.number, page_text(response), None)
-            if attempt >= self._retry.max_attempts:
-                log.warning("textract gave up on page %d after %d tries: %s", page.number, attempt, detail)
-                return Recognised(page.number, None, _exhausted(attempt))
-            wait = self._retry.delay(attempt)
-            if not deadline.allows(wait):
-                log.warning("textract out of time on page %d after %d tries: %s", page.number, attempt, detail)
-                return Recognised(page.number, None, _out_of_time(self._retry, attempt))
-            log.info("textract page %d: %s, try %d again in %.2f s", page.number, detail, attempt + 1, wait)
-            self._retry.sleep(wait)
+                raise _Unread(halt.reason)
+            if t.deadline.remaining() <= 0:
+                raise _Unread(_out_of_time(self._retry, t.number - 1))
+            return Recognised(page.number, page_text(self._client.detect_document_text(Document={"Bytes": page.png})),
+                              None)
+
+        def classify(exc: Exception, t: retry.Try) -> retry.Failure | None:
+            return _classify(exc, page.number, halt)
+
+        def give_up(failure: retry.Failure, attempts: int, detail: str) -> NoReturn:
+            if not failure.transient:
+                raise _Unread(str(failure.kind))
+            if attempts >= self._retry.max_attempts:
+                log.warning("textract gave up on page %d after %d tries: %s", page.number, attempts, detail)
+                raise _Unread(_exhausted(attempts))
+            log.warning("textract out of time on page %d after %d tries: %s", page.number, attempts, detail)
+            raise _Unread(_out_of_time(self._retry, attempts))
+
+        def on_retry(failure: retry.Failure, attempt: int, wait: float) -> None:
+            log.info("textract page %d: %s, try %d again in %.2f s", page.number, failure.detail, attempt + 1, wait)
+
+        try:
+            return retry.call(self._retry, send, classify, give_up, on_retry=on_retry, deadline=deadline)
+        except _Unread as unread:
+            return Recognised(page.number, None, unread.reason)
+
+
+class _Unread(Exception):
+    """A page that will not be read, and the sentence its note gives (never leaves this module)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _classify(exc: Exception, number: int, halt: _Halt) -> retry.Failure | None:
+    """What a failed DetectDocumentText call means; a non-transient failure's ``kind`` is the page's sentence."""
+    if isinstance(exc, _Unread):
+        return retry.Failure(exc.reason, transient=False, detail=exc.reason)
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", ""))
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        if code in _REFUSED:
+            log.warning("textract refused page %d: %s: %s", number, code, error.get("Message"))
+            return retry.Failure(_REFUSED[code], transient=False, detail=code)
+        if code in _DEPLOYMENT:
+            log.error("textract refused the deployment: %s: %s", code, error.get("Message"))
+            return retry.Failure(halt.stop(_NOT_ALLOWED.format(code=code)), transient=False, detail=code)
+        if code not in _RETRIED and status < 500:
+            log.warning("textract refused page %d: %s: %s", number, code, error.get("Message"))
+            return retry.Failure(f"Amazon Textract refused the page ({code or status}).", transient=False,
+                                 detail=code or str(status))
+        return retry.Failure(None, transient=True, detail=code or f"HTTP {status}", cause=exc)
+    if isinstance(exc, (HTTPClientError, ConnectionError)):
+        return retry.Failure(None, transient=True, detail=f"no answer ({type(exc).__name__})", cause=exc)
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError, CredentialRetrievalError)):
+        log.error("textract: no AWS credentials")
+        return retry.Failure(halt.stop(_NO_CREDENTIALS), transient=False, detail="no credentials")
+    if isinstance(exc, ParamValidationError):  # botocore's own checks, e.g. the 10 MB blob ceiling
+        log.warning("textract request for page %d invalid: %s", number, exc)
+        return retry.Failure("Amazon Textract cannot be sent this page image.", transient=False, detail=str(exc))
+    return None
 
 
 class _Halt:
