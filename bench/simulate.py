@@ -550,7 +550,24 @@ def validate_load(record_path: Path, template: Path = ROOT / "template.yaml") ->
     batches = [b for b in lines if b.get("queue") in queues and b["start"] >= first - 1.0]
     parts = [b for b in lines if b.get("part") and b["start"] >= first - 1.0]
     busy = {stage: sum(b["seconds"] for b in batches if queues[b["queue"]] == stage) for stage in settings.stages}
-    delivered = {stage: [b for b in batches if queues[b["queue"]] == stage] for stage in settings.stages}
+    delivered = {
+        stage: sorted((b for b in batches if queues[b["queue"]] == stage), key=lambda b: b["start"])
+        for stage in settings.stages
+    }
+    # Between two batches of a pump: waiting for work (an upload arrived, or a batch of the stage before was
+    # running or ended, during the gap: that stage sends its message before its batch ends) or, otherwise,
+    # work was waiting and the gap is the pump's own receive (which the model leaves out).
+    upstream, gaps = [(t, t) for t in times], {}
+    for stage in settings.stages:
+        spans = [(b["start"], b["start"] + b["seconds"]) for b in delivered[stage]]
+        waiting = overhead = 0.0
+        for (_, done), (nxt, _) in zip(spans[:-1], spans[1:], strict=True):
+            if any(u0 <= nxt and u1 >= done for u0, u1 in upstream):
+                waiting += max(0.0, nxt - done)
+            else:
+                overhead += max(0.0, nxt - done)
+        gaps[stage] = (waiting, overhead)
+        upstream = spans
     end = max(b["start"] + b["seconds"] for b in batches)
     n = len(accepted)
     chunks = max(1, int(record["chunks"]))
@@ -591,6 +608,8 @@ def validate_load(record_path: Path, template: Path = ROOT / "template.yaml") ->
                 "batches": len(delivered[stage]),
                 "messages": sum(b["messages"] for b in delivered[stage]),
                 "utilisation": busy[stage] / (end - first),
+                "gaps_waiting_s": gaps[stage][0],
+                "gaps_with_work_s": gaps[stage][1],
             }
             for stage in settings.stages
         },
@@ -604,6 +623,10 @@ def validate_load(record_path: Path, template: Path = ROOT / "template.yaml") ->
     }
 
 
+def _loads(values: list[float] | None) -> str:
+    return " / ".join(f"{x:.1f}" for x in values) if values else "not recorded"
+
+
 def print_validation(record_path: Path) -> dict[str, Any]:
     from harness import print_table
 
@@ -611,11 +634,12 @@ def print_validation(record_path: Path) -> dict[str, Any]:
     s: ServiceTimes = v["service"]
     print_table(
         f"Pumps in the measured run ({v['documents']} accepted uploads, {v['chunks']} chunks; load average "
-        f"{v['load_average'][0]} at the start, {v['load_average'][1]} at the end)",
-        ["stage", "batches", "messages", "busy s", "busy share of the drain", "per accepted upload s"],
+        f"{_loads(v['load_average'][0])} at the start, {_loads(v['load_average'][1])} at the end)",
+        ["stage", "batches", "messages", "busy s", "busy share of the drain", "per accepted upload s",
+         "gaps: waiting for work s", "gaps: work waiting (the pump's receive) s"],
         [
             [k, st["batches"], st["messages"], f"{st['busy_s']:.1f}", f"{st['utilisation']:.0%}",
-             f"{st['busy_s'] / v['documents']:.3f}"]
+             f"{st['busy_s'] / v['documents']:.3f}", f"{st['gaps_waiting_s']:.1f}", f"{st['gaps_with_work_s']:.1f}"]
             for k, st in v["stages"].items()
         ],
     )

@@ -66,3 +66,12 @@ def test_a_run_the_local_shape_describes_is_simulated_exactly(tmp_path, parse_s,
     assert v["stages"]["parse"]["batches"] == 4  # the seed's batch before the first upload is not counted
     assert v["service"].embed_s_per_chunk == pytest.approx(0.5)
     assert v["service"].store_s_per_doc == pytest.approx(0.5)
+
+
+def test_gaps_are_split_into_waiting_for_work_and_the_pumps_own_receive(tmp_path):
+    """Parse 2 s a document: chunk (0.5 s) waits 1.5 s for each next document, three times; the parse pump
+    itself never waits (the four uploads are there by t = 3)."""
+    v = validate_load(_record(tmp_path, parse_s=2.0))
+    assert v["stages"]["chunk"]["gaps_waiting_s"] == pytest.approx(4.5)
+    assert v["stages"]["chunk"]["gaps_with_work_s"] == pytest.approx(0.0)
+    assert v["stages"]["parse"]["gaps_waiting_s"] + v["stages"]["parse"]["gaps_with_work_s"] == pytest.approx(0.0)
