@@ -45,7 +45,7 @@ class Clock:
                 clock.write({"queue": pump.name, "start": started, "seconds": time.perf_counter() - t0,
                              "messages": len(messages)})
 
-        QueuePump._deliver = timed  # type: ignore[method-assign]
+        QueuePump._deliver = timed  # type: ignore[method-assign,assignment]
         try:
             from sluice.ingest import embed
         except ImportError:
