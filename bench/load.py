@@ -27,6 +27,7 @@ the verification. Without ../shared, generated samples of every format stand in 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -40,7 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "real"
+# ../shared beside the checkout (main), or beside the worktrees' folder (/work/wt/<name>).
+CORPUS = next((p / "shared" / "corpus" / "real" for p in (ROOT.parent, ROOT.parent.parent)
+               if (p / "shared" / "corpus" / "real").is_dir()), ROOT.parent / "shared" / "corpus" / "real")
 
 from harness import print_table  # noqa: E402
 
@@ -79,7 +82,7 @@ def corpus_files(limit: int) -> list[tuple[str, bytes, str]]:
 
 # --- the stack --------------------------------------------------------------------------------
 
-def local_up(data: Path) -> tuple[subprocess.Popen[str], str]:
+def local_up(data: Path, timings: Path) -> tuple[subprocess.Popen[str], str]:
     from sluice.local.runtime import free_port
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLUICE_", "AWS_", "DATABASE_", "MOTO_"))}
@@ -87,8 +90,9 @@ def local_up(data: Path) -> tuple[subprocess.Popen[str], str]:
                PYTHONUNBUFFERED="1")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "sluice.cli", "local", "up", "--data-dir", str(data), "--port", str(port),
-         "--moto-port", str(free_port())],
+        # bench/stack_clock.py is `sluice local up` with a clock on each queue pump (simulate.py's service times).
+        [sys.executable, str(ROOT / "bench" / "stack_clock.py"), str(timings), "local", "up", "--data-dir", str(data),
+         "--port", str(port), "--moto-port", str(free_port())],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
     assert process.stdout is not None
     lines: list[str] = []
@@ -117,6 +121,7 @@ class Record:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, dict[int, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     accepted: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # doc id -> (name, expectation, sha)
+    accepted_at: dict[str, float] = field(default_factory=dict)  # doc id -> time.time() of its 202
     first_error: dict[tuple[str, int], str] = field(default_factory=dict)  # (route, status) -> its body
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -150,6 +155,7 @@ def client(api, kb: dict, files: list, queue_lock: threading.Lock, record: Recor
                     mine.append(doc_id)
                     with record.lock:
                         record.accepted[doc_id] = (name, expectation, "")
+                        record.accepted_at[doc_id] = time.time()
                 continue
         if action == "status" and mine:
             started = time.perf_counter()
@@ -304,6 +310,12 @@ def main() -> int:
     parser.add_argument("--searchers", type=int, default=2,
                         help="clients that only search while the accepted documents drain through the pipeline")
     parser.add_argument("--smoke", action="store_true", help="4 clients, 15 s, 12 files: a quick check")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "load.json",
+                        help="the run's record (accepted uploads and their times, the pumps' timings) for "
+                        "simulate.py --validate-load")
+    parser.add_argument("--validate", action="store_true",
+                        help="then simulate the same arrivals with the service times of this run "
+                        "(simulate.py --validate-load) and print measured against simulated")
     args = parser.parse_args()
     if args.smoke:
         args.clients, args.seconds, args.idle_seconds, args.files, args.searchers = 4, 15, 5, 12, 1
@@ -317,8 +329,14 @@ def main() -> int:
 
     files = corpus_files(args.files)
     total_files = len(files)
+    print(f"{total_files} files from {CORPUS if (CORPUS / 'MANIFEST.tsv').is_file() else 'generated samples'}",
+          flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    timings = args.out.with_name(args.out.stem + "_timings.jsonl")
+    timings.unlink(missing_ok=True)
+    load_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="sluice-load-") as tmp:
-        process, url = local_up(Path(tmp) / "data")
+        process, url = local_up(Path(tmp) / "data", timings)
         try:
             secret = (Path(tmp) / "data" / "jwt-secret").read_text()
             token = mint(secret, user="loader", org="load-org", permissions=["collections:edit", "collections:view"])
@@ -330,6 +348,7 @@ def main() -> int:
                                 files={"file": (f"seed{n}.txt", f"Notes on {q}. " .encode() * 40)}).json()
                 SEEDED.add(seed["id"])
             drain(api, kb, {d: None for d in SEEDED}, 600)
+            seed_chunks = api.get(f"/kb/{kb['id']}/ingestion").json()["chunk_count"]
 
             record = Record()
             idle_s = run_clients(url, token, kb, [], record, clients=args.clients, seconds=args.idle_seconds,
@@ -345,9 +364,11 @@ def main() -> int:
                 clients=args.searchers, seconds=0, mix=(0.0, 0.0, 1.0), phase="draining", stop=drained))
             searching.start()
             final, drain_s = drain(api, kb, record.accepted, args.drain_timeout)
+            drained_at = time.time()
             drained.set()
             searching.join()
             checks = verify(api, kb, record.accepted, final)
+            ingestion = api.get(f"/kb/{kb['id']}/ingestion").json()
         finally:
             os.killpg(process.pid, signal.SIGTERM)
             process.wait(timeout=60)
@@ -379,6 +400,19 @@ def main() -> int:
                     [[route, status, body] for (route, status), body in sorted(record.first_error.items())])
     print_table("Nothing lost, nothing duplicated", ["check", "value", "detail"], checks)
     print(f"The stack's own output: {STACK_LOG}")
+    args.out.write_text(json.dumps({
+        "argv": sys.argv[1:], "clients": args.clients, "mixed_s": mixed_s, "drain_s": drain_s, "drained_at": drained_at,
+        "load_average_start": load_start, "load_average_end": os.getloadavg(),
+        "timings": str(timings), "seed_chunks": seed_chunks, "chunks": ingestion["chunk_count"] - seed_chunks,
+        "documents_ingested": ingestion["document_count"] - len(SEEDED),
+        "accepted": {d: {"name": record.accepted[d][0], "at": record.accepted_at[d], "status": final[d]["status"],
+                         "chunks": final[d].get("chunk_count")} for d in record.accepted},
+    }, indent=1))
+    print(f"The run's record: {args.out}")
+    if args.validate:
+        from simulate import print_validation
+
+        print_validation(args.out)
     value = {r[0]: r[1] for r in checks}
     broken = [name for name in ("still processing (lost)", "error without a sentence", "listed but never accepted",
                                 "done but not found") if value[name]]

@@ -7,6 +7,7 @@ concurrency, the sync Map's MaxConcurrency), under the AWS quotas below.
     .venv/bin/python bench/simulate.py                       # every scale, tables; plots under bench/out/
     .venv/bin/python bench/simulate.py --scenario burst      # 100,000 documents dropped in an hour
     .venv/bin/python bench/simulate.py --validate-local 12   # 12 documents through the local runtime's shape
+    .venv/bin/python bench/simulate.py --validate-load bench/out/load.json   # against what bench/load.py measured
 
 Service times come from bench/out/capacity.json when capacity.py has written it, otherwise from the
 figures measured here on 2026-11-29/12-02 that are written below (each says where it comes from).
@@ -469,14 +470,18 @@ def run(
     sync_changed: float = 0.01,
     drain: bool = True,
     fixed_docs: list[int] | None = None,
+    arrivals: list[tuple[float, int]] | None = None,
 ) -> Result:
+    """``fixed_docs``: documents (their chunk counts) all there at time 0; ``arrivals``: (time, chunks) of
+    each document, as a measured run's uploads arrived; otherwise Poisson uploads at ``upload_rate``."""
     env = simpy.Environment()
     pipe = Pipeline(env, settings, service, options)
     rng = random.Random(options.seed + 1)
 
     def uploads() -> Any:
-        if fixed_docs is not None:
-            for chunks in fixed_docs:
+        if arrivals is not None:
+            for at, chunks in sorted(arrivals):
+                yield env.timeout(max(0.0, at - env.now))
                 pipe.upload(chunks)
             return
         while env.now < horizon and upload_rate > 0:
@@ -514,6 +519,150 @@ def run(
             env.run(until=min(limit, env.now + 600))
     pipe.result.horizon = env.now
     return pipe.result
+
+
+# --- validation against a measured local run (bench/load.py) --------------------------------------------
+
+
+def spread(total: int, n: int) -> list[int]:
+    """``total`` chunks over ``n`` documents as evenly as whole chunks allow (the sum is ``total``)."""
+    base, extra = divmod(total, n)
+    return [base + (1 if i < extra else 0) for i in range(n)]
+
+
+def validate_load(record_path: Path, template: Path = ROOT / "template.yaml") -> dict[str, Any]:
+    """The run bench/load.py recorded, against the local shape simulated with that run's own service times
+    and arrivals. Service times are each pump's measured busy seconds over the accepted uploads (so each
+    stage's total work is the measured total: archives' members, refusals and retries folded in), the
+    embed pump's split into the model's calls per chunk and the rest per document; the measured drain is
+    from the first accepted upload to the end of the last batch any pipeline pump delivered."""
+    from bench.stack_clock import read
+
+    record = json.loads(record_path.read_text())
+    settings = read_settings(template)
+    queues = {s.queue: stage for stage, s in settings.stages.items()}
+    accepted = record["accepted"]
+    if not accepted:
+        raise SystemExit(f"{record_path}: no accepted uploads to compare")
+    times = sorted(a["at"] for a in accepted.values())
+    first, last_upload = times[0], times[-1]
+    lines = read(Path(record["timings"]))
+    batches = [b for b in lines if b.get("queue") in queues and b["start"] >= first - 1.0]
+    parts = [b for b in lines if b.get("part") and b["start"] >= first - 1.0]
+    busy = {stage: sum(b["seconds"] for b in batches if queues[b["queue"]] == stage) for stage in settings.stages}
+    delivered = {
+        stage: sorted((b for b in batches if queues[b["queue"]] == stage), key=lambda b: b["start"])
+        for stage in settings.stages
+    }
+    # Between two batches of a pump: waiting for work (an upload arrived, or a batch of the stage before was
+    # running or ended, during the gap: that stage sends its message before its batch ends) or, otherwise,
+    # work was waiting and the gap is the pump's own receive (which the model leaves out).
+    upstream, gaps = [(t, t) for t in times], {}
+    for stage in settings.stages:
+        spans = [(b["start"], b["start"] + b["seconds"]) for b in delivered[stage]]
+        waiting = overhead = 0.0
+        for (_, done), (nxt, _) in zip(spans[:-1], spans[1:], strict=True):
+            if any(u0 <= nxt and u1 >= done for u0, u1 in upstream):
+                waiting += max(0.0, nxt - done)
+            else:
+                overhead += max(0.0, nxt - done)
+        gaps[stage] = (waiting, overhead)
+        upstream = spans
+    end = max(b["start"] + b["seconds"] for b in batches)
+    n = len(accepted)
+    chunks = max(1, int(record["chunks"]))
+    embed_model = sum(b["seconds"] for b in parts if b["part"] == "embed")
+    service = ServiceTimes(
+        parse_s_per_doc=busy["parse"] / n,
+        chunk_s_per_doc=busy["chunk"] / n,
+        embed_s_per_chunk=embed_model / chunks,
+        store_s_per_doc=(busy["embed"] - embed_model) / n,
+        chunks_per_doc=chunks / n,
+        invocation_overhead_s=0.0,  # in the pumps' measured seconds already
+        source=f"measured in the same run: {record_path.name} and its pump timings",
+    )
+    sizes = spread(chunks, n)
+    result = run(
+        settings,
+        service,
+        Options(local_shape=True),
+        arrivals=[(t - first, c) for t, c in zip(times, sizes, strict=True)],
+        horizon=last_upload - first + 1.0,
+    )
+    simulated = summarise(result)
+    sim_last = max(d.done for d in result.docs if d.done is not None)
+    measured = {
+        "drain_s": end - first,
+        "throughput_docs_per_min": 60 * n / (end - first),
+        "tail_s": end - last_upload,
+        "uploads_s": last_upload - first,
+    }
+    return {
+        "documents": n,
+        "chunks": chunks,
+        "load_average": [record.get("load_average_start"), record.get("load_average_end")],
+        "service": service,
+        "stages": {
+            stage: {
+                "busy_s": busy[stage],
+                "batches": len(delivered[stage]),
+                "messages": sum(b["messages"] for b in delivered[stage]),
+                "utilisation": busy[stage] / (end - first),
+                "gaps_waiting_s": gaps[stage][0],
+                "gaps_with_work_s": gaps[stage][1],
+            }
+            for stage in settings.stages
+        },
+        "measured": measured,
+        "simulated": {
+            "drain_s": simulated["drain_s"],
+            "throughput_docs_per_min": simulated["throughput_docs_per_min"],
+            "tail_s": sim_last - (last_upload - first),
+            "done": simulated["done"],
+        },
+    }
+
+
+def _loads(values: list[float] | None) -> str:
+    return " / ".join(f"{x:.1f}" for x in values) if values else "not recorded"
+
+
+def print_validation(record_path: Path) -> dict[str, Any]:
+    from harness import print_table
+
+    v = validate_load(record_path)
+    s: ServiceTimes = v["service"]
+    print_table(
+        f"Pumps in the measured run ({v['documents']} accepted uploads, {v['chunks']} chunks; load average "
+        f"{_loads(v['load_average'][0])} at the start, {_loads(v['load_average'][1])} at the end)",
+        ["stage", "batches", "messages", "busy s", "busy share of the drain", "per accepted upload s",
+         "gaps: waiting for work s", "gaps: work waiting (the pump's receive) s"],
+        [
+            [k, st["batches"], st["messages"], f"{st['busy_s']:.1f}", f"{st['utilisation']:.0%}",
+             f"{st['busy_s'] / v['documents']:.3f}", f"{st['gaps_waiting_s']:.1f}", f"{st['gaps_with_work_s']:.1f}"]
+            for k, st in v["stages"].items()
+        ],
+    )
+    print(
+        f"simulated with parse {s.parse_s_per_doc:.3f} s/doc, chunk {s.chunk_s_per_doc:.3f} s/doc, embed "
+        f"{s.embed_s_per_chunk:.4f} s/chunk + store and the rest {s.store_s_per_doc:.3f} s/doc"
+    )
+    m, sim = v["measured"], v["simulated"]
+    print_table(
+        f"Validation: the local runtime measured vs simulated (local shape: one pump per queue, one batch at a "
+        f"time); uploads arrived over {m['uploads_s']:.0f} s",
+        ["figure", "measured", "simulated", "simulated / measured"],
+        [
+            ["drain: first accepted upload to the last document done, s", f"{m['drain_s']:.1f}",
+             f"{sim['drain_s']:.1f}", f"{sim['drain_s'] / m['drain_s']:.2f}"],
+            ["throughput, documents/min", f"{m['throughput_docs_per_min']:.1f}",
+             f"{sim['throughput_docs_per_min']:.1f}",
+             f"{sim['throughput_docs_per_min'] / m['throughput_docs_per_min']:.2f}"],
+            ["tail: last upload to the last document done, s", f"{m['tail_s']:.1f}", f"{sim['tail_s']:.1f}",
+             f"{sim['tail_s'] / m['tail_s']:.2f}" if m["tail_s"] > 0 else "-"],
+        ],
+    )
+    return v
 
 
 def _all_dead(pipe: Pipeline) -> bool:
@@ -671,7 +820,17 @@ def main() -> int:
         help="simulate DOCS documents dropped at once through the local runtime's shape: one pump "
         "per queue taking one batch at a time, 1 s retries (compare with bench/load.py)",
     )
+    parser.add_argument(
+        "--validate-load",
+        type=Path,
+        metavar="LOAD_JSON",
+        help="the run bench/load.py recorded (bench/out/load.json) against the same arrivals simulated with "
+        "that run's own pump service times",
+    )
     args = parser.parse_args()
+    if args.validate_load:
+        print_validation(args.validate_load)
+        return 0
     settings = read_settings(args.template)
     if args.validate_local:
         service = ServiceTimes.load()
