@@ -16,7 +16,8 @@ LAYERS: list[set[str]] = [
     {"parsing", "chunking", "embedding", "storage", "llm"},  # readers, splitters, providers, the object store
     {"db"},  # the tracking tables and their repositories
     {"vectors"},  # the runtime vector tables
-    {"access"},  # who reaches what
+    # who reaches what; what may enter (the kill switch, a private pool's cap and limits)
+    {"access", "admission"},
     # the pipeline, the search service, teardowns, chat files and attachments, source syncs
     {"ingest", "search", "teardown", "chat", "sync"},
     {"api"},  # the HTTP edge: bodies, errors, OpenAPI

@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access import resolve_base
 from sluice.access.bases import DefaultEmbedding
-from sluice.access.pools import ParameterReader, admit_shared_upload, admit_upload, check_indexing_open
 from sluice.access.shared import check_recipients, check_sharer, recipients_base
+from sluice.admission import ParameterReader, admit, check_indexing_open, pool_owners
 from sluice.chunking import IngestionConfig, merge_override, parser_options
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
@@ -99,7 +99,7 @@ def _check_writable(conn: Connection, intake: Intake, p: Principal, kb_id: str, 
     if kb_repo.teardown_reserved(conn, kb.collection_name):
         raise ConflictError("This collection is being torn down; uploads to it are refused.")
     # Last: it counts the upload, and the transaction that writes the row keeps or drops the count.
-    admit_upload(conn, p, kb, settings, documents)
+    admit(conn, pool_owners(kb), documents, settings)
     return kb, IngestionConfig.model_validate(kb.ingestion_config)
 
 
@@ -218,7 +218,7 @@ def _check_shareable(conn: Connection, intake: Intake, p: Principal, recipients:
     if kb_repo.teardown_reserved(conn, kb.collection_name):
         raise ConflictError("The shared pool is being torn down; uploads to it are refused.")
     # Last: it counts the upload for every recipient, all or nothing, in the transaction of the row.
-    admit_shared_upload(conn, recipients, settings, documents)
+    admit(conn, recipients, documents, settings, shared=True)
     return kb, IngestionConfig.model_validate(kb.ingestion_config)
 
 
