@@ -22,7 +22,7 @@ from sluice.admission import admit, indexing_paused, pool_owners
 from sluice.config import Settings, reset_settings
 from sluice.db.connection import close_pool, transaction
 from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError, SluiceError, ValidationError
-from sluice.ingest.uploads import Intake, PresignRequest, accept_presigned_upload
+from sluice.ingest.uploads import Intake, IntoBase, PresignRequest, accept
 from tests.fakes import FakeStore
 from tests.integration.access.conftest import EDIT, VIEW, who
 
@@ -53,7 +53,7 @@ def new_base(p=OWNER, scope="personal"):
 
 def upload(s: Settings, kb_id, p=OWNER, ingestion=None):
     req = PresignRequest(filename="notes.txt", size=10, ingestion=ingestion)
-    return accept_presigned_upload(Intake(transaction, FakeStore(), s), p, str(kb_id), req)
+    return accept(Intake(transaction, FakeStore(), s), p, IntoBase(str(kb_id)), req)
 
 
 def upload_concurrently(s: Settings, kb_id, p=OWNER, n: int = CONCURRENT) -> Counter:
