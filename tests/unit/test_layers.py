@@ -18,8 +18,9 @@ LAYERS: list[set[str]] = [
     {"vectors"},  # the runtime vector tables
     # who reaches what; what may enter (the kill switch, a private pool's cap and limits)
     {"access", "admission"},
-    # the pipeline, the search service, teardowns, chat files and attachments, source syncs
-    {"ingest", "search", "teardown", "chat", "sync"},
+    # knowledge bases and their names, the pipeline, the search service, teardowns, chat files and
+    # attachments, source syncs
+    {"bases", "ingest", "search", "teardown", "chat", "sync"},
     {"api"},  # the HTTP edge: bodies, errors, OpenAPI
     {"aws", "observability", "wiring"},  # adapters built once, the handler shapes, the composition root
     {"cli", "local"},  # the command and the local runtime

@@ -1,4 +1,6 @@
-"""Accepting a knowledge-base upload: validate everything, commit the row, then write the object.
+"""Accepting an upload (``accept``), into a knowledge base or a share's private pools, as bytes or
+as a presigned POST: validate everything, commit the row, then write the object. Whether it may enter
+at all (the kill switch, a private pool's cap and limits) is ``sluice.admission``.
 
 The order is the contract of R-DOC-1 and R-UP-7: nothing is stored for a request
 that is refused; the row is durable before the object whose event starts
@@ -17,9 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access import resolve_base
-from sluice.access.bases import DefaultEmbedding
-from sluice.access.shared import check_recipients, check_sharer, recipients_base
+from sluice.access.shared import check_recipients, check_sharer
 from sluice.admission import ParameterReader, admit, check_indexing_open, pool_owners
+from sluice.bases import DefaultEmbedding, recipients_base
 from sluice.chunking import IngestionConfig, merge_override, parser_options
 from sluice.config import Settings
 from sluice.db import documents as doc_repo

@@ -9,8 +9,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from sluice.access.bases import CreateKnowledgeBase, create_base
 from sluice.admission import admit, pool_owners
+from sluice.bases import CreateKnowledgeBase, create_base
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
 from sluice.db.connection import transaction

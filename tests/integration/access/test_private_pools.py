@@ -17,8 +17,8 @@ import pytest
 from psycopg.rows import dict_row
 
 from sluice import aws
-from sluice.access.bases import CreateKnowledgeBase, create_base
 from sluice.admission import admit, indexing_paused, pool_owners
+from sluice.bases import CreateKnowledgeBase, create_base
 from sluice.config import Settings, reset_settings
 from sluice.db.connection import close_pool, transaction
 from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError, SluiceError, ValidationError

@@ -13,7 +13,7 @@ import uuid
 import pytest
 from psycopg import sql
 
-from sluice.access.bases import CreateKnowledgeBase, claim_name, create_base
+from sluice.bases import CreateKnowledgeBase, claim_name, create_base
 from sluice.config import get_settings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
