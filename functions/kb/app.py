@@ -9,7 +9,8 @@ from urllib.parse import unquote
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from sluice.access import bases, can_write
+from sluice import bases
+from sluice.access import can_write, grants
 from sluice.api.http import build_resolver, principal, respond
 from sluice.api.openapi import committed_document
 from sluice.api.responses import created, no_content
@@ -111,10 +112,10 @@ def update_kb(kb_id: str, body: Annotated[bases.UpdateKnowledgeBase, Body()]) ->
 
 @app.post("/kb/<kb_id>/grants", summary="Widen an organization base for one member",
           responses=created(WritableKnowledgeBaseOut))
-def grant(kb_id: str, body: Annotated[bases.GrantRequest, Body()]) -> Response[WritableKnowledgeBaseOut]:
+def grant(kb_id: str, body: Annotated[grants.GrantRequest, Body()]) -> Response[WritableKnowledgeBaseOut]:
     p = principal(app)
     with transaction() as conn:
-        kb = bases.grant_access(conn, p, kb_id, body)
+        kb = grants.grant_access(conn, p, kb_id, body)
     return respond(201, writable_kb_view(kb))
 
 
@@ -123,7 +124,7 @@ def revoke(kb_id: str, user_id: str) -> Response[None]:
     p = principal(app)
     with transaction() as conn:
         # The route matches the raw path; a user id such as auth0|123 arrives percent-encoded.
-        bases.revoke_access(conn, p, kb_id, unquote(user_id))
+        grants.revoke_access(conn, p, kb_id, unquote(user_id))
     return respond(204, None)
 
 

@@ -19,14 +19,7 @@ from sluice.api.views_pools import (
     shared_presigned_view,
 )
 from sluice.config import DATABASE, get_settings
-from sluice.ingest.uploads import (
-    PresignRequest,
-    SharePresignRequest,
-    accept_direct_upload,
-    accept_presigned_upload,
-    accept_shared_presigned,
-    accept_shared_upload,
-)
+from sluice.ingest.uploads import FileBytes, IntoBase, IntoSharedPool, PresignRequest, SharePresignRequest, accept
 from sluice.observability import http_handler
 from sluice.wiring import intake
 
@@ -48,7 +41,7 @@ def upload_document(
                         presigned_route="/kb/{kb_id}/uploads")
     fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
                              document_date=document_date, ingestion=ingestion)
-    taken = accept_direct_upload(intake(), p, kb_id, file.filename or "file", file.content, fields)
+    taken = accept(intake(), p, IntoBase(kb_id), FileBytes(file.filename or "file", file.content, fields))
     return respond(202, accepted_view(taken))
 
 
@@ -56,7 +49,7 @@ def upload_document(
           responses=accepted(PresignedAcceptedOut))
 def presign_upload(kb_id: str, body: Annotated[PresignRequest, Body()]) -> Response[PresignedAcceptedOut]:
     p = principal(app)
-    taken = accept_presigned_upload(intake(), p, kb_id, body)
+    taken = accept(intake(), p, IntoBase(kb_id), body)
     return respond(202, presigned_view(taken))
 
 
@@ -81,8 +74,8 @@ def share_document(
     fit_a_direct_upload(file.content, ceiling_mb=get_settings().max_upload_size_mb, presigned_route="/pools/uploads")
     fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
                              document_date=document_date, ingestion=ingestion)
-    taken = accept_shared_upload(intake(), p, recipients_field(recipients), file.filename or "file", file.content,
-                                 fields)
+    taken = accept(intake(), p, IntoSharedPool(recipients_field(recipients)),
+                   FileBytes(file.filename or "file", file.content, fields))
     return respond(202, shared_accepted_view(taken))
 
 
@@ -90,7 +83,7 @@ def share_document(
           description=_ALL_OR_NOTHING, responses=accepted(SharedPresignedAcceptedOut))
 def share_presigned(body: Annotated[SharePresignRequest, Body()]) -> Response[SharedPresignedAcceptedOut]:
     p = principal(app)
-    taken = accept_shared_presigned(intake(), p, body)
+    taken = accept(intake(), p, IntoSharedPool(body.recipients), body)
     return respond(202, shared_presigned_view(taken))
 
 

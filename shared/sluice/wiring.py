@@ -7,8 +7,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from sluice import aws
-from sluice.access.bases import DefaultEmbedding
 from sluice.access.vision import ImageDescriptionChoice
+from sluice.bases import DefaultEmbedding
 from sluice.config import get_settings
 from sluice.db.connection import transaction
 from sluice.embedding import (

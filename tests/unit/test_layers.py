@@ -16,9 +16,11 @@ LAYERS: list[set[str]] = [
     {"parsing", "chunking", "embedding", "storage", "llm"},  # readers, splitters, providers, the object store
     {"db"},  # the tracking tables and their repositories
     {"vectors"},  # the runtime vector tables
-    {"access"},  # who reaches what
-    # the pipeline, the search service, teardowns, chat files and attachments, source syncs
-    {"ingest", "search", "teardown", "chat", "sync"},
+    # who reaches what; what may enter (the kill switch, a private pool's cap and limits)
+    {"access", "admission"},
+    # knowledge bases and their names, the pipeline, the search service, teardowns, chat files and
+    # attachments, source syncs
+    {"bases", "ingest", "search", "teardown", "chat", "sync"},
     {"api"},  # the HTTP edge: bodies, errors, OpenAPI
     {"aws", "observability", "wiring"},  # adapters built once, the handler shapes, the composition root
     {"cli", "local"},  # the command and the local runtime

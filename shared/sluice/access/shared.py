@@ -2,8 +2,9 @@
 
 A member with ``collections:edit`` in an organization shares a document with
 users of that organization. It is stored, parsed and embedded once, filed in the
-organization's *recipients base* (scope ``recipients``: created on the first share,
-embedding with the deployment's default, read by nobody as a whole) and reached
+organization's *recipients base* (scope ``recipients``: created on the first share by
+``sluice.bases.recipients_base``, embedding with the deployment's default, read by nobody
+as a whole; a share's pools are admitted by ``sluice.admission.admit``) and reached
 per document through ``document_recipients``:
 
 * a recipient reads it (status, text, file, search) while their token's
@@ -22,22 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sluice.access.bases import DefaultEmbedding, claim_name, derive_collection_name
 from sluice.access.resolve import RECIPIENTS
-from sluice.chunking import validate_collection_config
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db import recipients as recipient_repo
 from sluice.db.connection import Connection
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
-from sluice.embedding import find_model
-from sluice.errors import CollectionNotFoundError, ConflictError, ValidationError
+from sluice.errors import CollectionNotFoundError, ValidationError
 from sluice.identity import Principal
-from sluice.vectors.names import validate_collection_name
 from sluice.vectors.search import BaseScope
 
 MAX_RECIPIENT_ID_CHARS = 200
-_BASE_NAME = "Shared private documents"
 
 
 def check_sharer(p: Principal) -> str:
@@ -66,41 +62,6 @@ def check_recipients(raw: Sequence[str], most: int) -> list[str]:
         raise ValidationError(f"A document is shared with at most {most} users at once",
                               fields={"recipients": f"{len(unique)} recipients; at most {most}."})
     return unique
-
-
-def recipients_base(conn: Connection, org_id: str, created_by: str, default: DefaultEmbedding) -> KnowledgeBase:
-    """The organization's recipients base, created on its first share with the deployment's default embedding.
-
-    Its collection name is random and claimed like any derived name, so nobody can
-    prepare a table (and an embedding endpoint) for it ahead of time.
-    """
-    found = _existing(conn, org_id)
-    if found is not None:
-        return found
-    entry = find_model(default.provider, default.model)
-    config = validate_collection_config({}, max_input_tokens=entry.max_input_tokens)
-    sharer = Principal(user_id=created_by, org_id=org_id, permissions=frozenset(), is_app_admin=False)
-    for attempt in range(3):
-        name = validate_collection_name(derive_collection_name("shared pool"))
-        try:
-            if not claim_name(conn, sharer, name):
-                break
-        except ConflictError:
-            pass
-        if attempt == 2:
-            raise ConflictError("No free collection name was found for the shared pool; try again.")
-    kb_repo.insert_recipients_base(
-        conn, name=_BASE_NAME, collection_name=name, org_id=org_id,
-        description="Documents shared into members' private pools; each is read by its recipients only.",
-        model=entry, ingestion_config=config.model_dump(exclude_none=True), created_by=created_by)
-    created = _existing(conn, org_id)
-    assert created is not None
-    return created
-
-
-def _existing(conn: Connection, org_id: str) -> KnowledgeBase | None:
-    kb_id = kb_repo.recipients_base_id(conn, org_id)
-    return kb_repo.get(conn, kb_id) if kb_id is not None else None
 
 
 def is_shared(conn: Connection, doc: Document) -> bool:

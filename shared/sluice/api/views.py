@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access import vision
-from sluice.access.bases import DefaultEmbedding
 from sluice.api.views_vision import ImageDescriptionOut, image_description_view
+from sluice.bases import DefaultEmbedding
 from sluice.db.documents import Document
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel

@@ -48,7 +48,7 @@ from sluice.errors import (
     TooManyChunksError,
 )
 from sluice.identity import Principal
-from sluice.ingest.uploads import Accepted, DocumentFields, accept_direct_upload
+from sluice.ingest.uploads import Accepted, FileBytes, IntoBase, accept
 from sluice.vectors import attachments as chunk_store
 from sluice.vectors.attachments import AttachmentChunk
 
@@ -237,7 +237,7 @@ def register(res: ChatResources, p: Principal, conversation_id: str, attachment_
         data = res.store.get(file.storage_path)
         # The base is resolved for writing inside (404 Collection not found when out of reach); the
         # attachment's row lock, held meanwhile, keeps a second register from copying it twice.
-        accepted = accept_direct_upload(res.intake(), p, kb_id, file.filename, data, DocumentFields())
+        accepted = accept(res.intake(), p, IntoBase(kb_id), FileBytes(file.filename, data))
         repo.update_attachment(conn, attachment.id, registered_document_id=accepted.document.id)
     return accepted
 

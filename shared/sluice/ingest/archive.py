@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import uuid
 
-from sluice.access.pools import admit_unpacked, admit_unpacked_shared
 from sluice.access.resolve import RECIPIENTS
+from sluice.admission import admit, pool_owners
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db import recipients as recipient_repo
@@ -42,11 +42,9 @@ def unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes, 
         # A redelivered unpack finds some members already written: only the new ones need room.
         new_members = len(child_ids) - doc_repo.count_existing(conn, child_ids)
         shared = kb.scope == RECIPIENTS
-        if shared:
-            # R-ACC-6: a shared archive's members are shared as it is, and need room in every pool.
-            admit_unpacked_shared(conn, recipient_repo.of(conn, doc.id), new_members, ctx.settings)
-        else:
-            admit_unpacked(conn, kb, new_members, ctx.settings)
+        # R-ACC-6: a shared archive's members are shared as it is, and need room in every pool.
+        owners = recipient_repo.of(conn, doc.id) if shared else pool_owners(kb)
+        admit(conn, owners, new_members, ctx.settings, shared=shared, via="unpack")
     archive_path = doc.source_path or doc.filename
     unpacked: set[str] = set()
     for member, content in iter_archive_members(data, kind, ctx.budget):

@@ -1,4 +1,6 @@
-"""Accepting a knowledge-base upload: validate everything, commit the row, then write the object.
+"""Accepting an upload (``accept``), into a knowledge base or a share's private pools, as bytes or
+as a presigned POST: validate everything, commit the row, then write the object. Whether it may enter
+at all (the kill switch, a private pool's cap and limits) is ``sluice.admission``.
 
 The order is the contract of R-DOC-1 and R-UP-7: nothing is stored for a request
 that is refused; the row is durable before the object whose event starts
@@ -9,16 +11,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access import resolve_base
-from sluice.access.bases import DefaultEmbedding
-from sluice.access.pools import ParameterReader, admit_shared_upload, admit_upload, check_indexing_open
-from sluice.access.shared import check_recipients, check_sharer, recipients_base
+from sluice.access.shared import check_recipients, check_sharer
+from sluice.admission import ParameterReader, admit, check_indexing_open, pool_owners
+from sluice.bases import DefaultEmbedding, recipients_base
 from sluice.chunking import IngestionConfig, merge_override, parser_options
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
@@ -89,18 +92,108 @@ def _ceiling_error(settings: Settings) -> FileTooLargeError:
     )
 
 
-def _check_writable(conn: Connection, intake: Intake, p: Principal, kb_id: str, documents: int = 1
-                    ) -> tuple[KnowledgeBase, IngestionConfig]:
+@dataclass(frozen=True)
+class IntoBase:
+    """Where an upload goes: a knowledge base the caller writes (``/kb/{kb_id}/documents``, ``/uploads``)."""
+
+    kb_id: str
+
+
+@dataclass(frozen=True)
+class IntoSharedPool:
+    """Where an upload goes: the private pools of its recipients (``/pools/documents``, ``/pools/uploads``,
+    R-ACC-6). One stored object, one row, one parse and one set of chunks, filed in the organization's
+    recipients base and read by each recipient in their pool; refused whole when any pool is full or over
+    a limit."""
+
+    recipients: Sequence[str]
+
+
+Destination = IntoBase | IntoSharedPool
+
+
+@dataclass(frozen=True)
+class FileBytes:
+    """What an upload carries: the file itself, in the request (a direct upload)."""
+
+    filename: str
+    data: bytes
+    fields: DocumentFields = field(default_factory=DocumentFields)
+
+
+# The other payload is a ``PresignRequest`` (a ``SharePresignRequest`` for a shared pool): the name and
+# size of a file that arrives later through a presigned POST, whose bytes the parse stage sniffs.
+Payload = FileBytes | PresignRequest
+
+
+def accept(intake: Intake, p: Principal, into: Destination, payload: Payload) -> Accepted:
+    """Accept one upload, {a base, a shared pool} × {the bytes, a presigned POST}: check everything,
+    commit the row (and a share's recipients), then write the object or make the POST it arrives by."""
     settings = intake.settings
-    check_indexing_open(settings, intake.read_parameter)
-    # Share-locked (R-TD-3): a teardown of the base waits for this row to commit and deletes it with
-    # the others, or this upload finds the base gone; it never files a row under a deleted base.
-    kb = resolve_base(conn, p, kb_id, write=True, lock="share")
+    recipients = None
+    if isinstance(into, IntoSharedPool):
+        check_sharer(p)
+        recipients = check_recipients(into.recipients, settings.pool_max_recipients)
+    size = len(payload.data) if isinstance(payload, FileBytes) else payload.size
+    if size is not None and size > settings.max_upload_bytes:
+        raise _ceiling_error(settings)
+    filename = display_name(payload.filename)
+    fields = payload.fields if isinstance(payload, FileBytes) else payload
+    kind: FileKind | None = None
+    documents = 1
+    if isinstance(payload, FileBytes):
+        if isinstance(into, IntoBase):
+            with intake.uow() as conn:
+                # Access first: reading the bytes (an archive is walked whole) is work done only for a writer.
+                resolve_base(conn, p, into.kb_id, write=True)
+        kind = kb_kind(sniff(payload.data, filename), ocr=None)
+        documents = documents_in(kind, payload.data, settings)
+    else:
+        # Only the name can be checked now; the parse stage sniffs the bytes that arrive.
+        kb_family_by_name(filename, ocr=None)
+    with intake.uow() as conn:
+        check_indexing_open(settings, intake.read_parameter)
+        kb, owners = _destination(conn, settings, p, into, recipients)
+        # Last: it counts the upload in every pool it enters (all or nothing), and the transaction that
+        # writes the row keeps or drops the count.
+        admit(conn, owners, documents, settings, shared=recipients is not None)
+        config = IngestionConfig.model_validate(kb.ingestion_config)
+        _validate_override(kb, config, fields.ingestion, kind or filename)
+        key = rag_key(kb.collection_name, filename)
+        doc = _new_row(conn, p, kb, filename, key, fields, size, kind)
+        if recipients is not None:
+            assert p.org_id is not None
+            recipient_repo.add(conn, doc.id, recipients, org_id=p.org_id, shared_by=p.user_id)
+    if not isinstance(payload, FileBytes):
+        return Accepted(doc, _presigned_post(intake, doc.id, filename), recipients=recipients)
+    assert kind is not None
+    try:
+        intake.store.put(key, payload.data, content_type=kind.mime, metadata={"document-id": str(doc.id)})
+    except Exception:
+        log.exception("storing a shared upload failed" if recipients is not None else "storing an upload failed",
+                      extra={"document_id": str(doc.id)})
+        _mark_unstored(intake.uow, doc.id)
+        raise
+    return Accepted(doc, recipients=recipients)
+
+
+def _destination(conn: Connection, settings: Settings, p: Principal, into: Destination,
+                 recipients: list[str] | None) -> tuple[KnowledgeBase, list[str]]:
+    """The base the row is filed in, and the private pools the upload enters."""
+    if isinstance(into, IntoBase):
+        # Share-locked (R-TD-3): a teardown of the base waits for this row to commit and deletes it with
+        # the others, or this upload finds the base gone; it never files a row under a deleted base.
+        kb = resolve_base(conn, p, into.kb_id, write=True, lock="share")
+        if kb_repo.teardown_reserved(conn, kb.collection_name):
+            raise ConflictError("This collection is being torn down; uploads to it are refused.")
+        return kb, pool_owners(kb)
+    assert recipients is not None
+    org_id = check_sharer(p)
+    default = DefaultEmbedding(settings.default_embedding_provider, settings.default_embedding_model)
+    kb = recipients_base(conn, org_id, p.user_id, default)
     if kb_repo.teardown_reserved(conn, kb.collection_name):
-        raise ConflictError("This collection is being torn down; uploads to it are refused.")
-    # Last: it counts the upload, and the transaction that writes the row keeps or drops the count.
-    admit_upload(conn, p, kb, settings, documents)
-    return kb, IngestionConfig.model_validate(kb.ingestion_config)
+        raise ConflictError("The shared pool is being torn down; uploads to it are refused.")
+    return kb, recipients
 
 
 def documents_in(kind: FileKind, data: bytes, settings: Settings) -> int:
@@ -144,131 +237,22 @@ def _new_row(conn: Connection, p: Principal, kb: KnowledgeBase, filename: str, k
     )
 
 
-def accept_direct_upload(intake: Intake, p: Principal, kb_id: str, filename: str, data: bytes,
-                         fields: DocumentFields) -> Accepted:
-    uow, store, settings = intake.uow, intake.store, intake.settings
-    if len(data) > settings.max_upload_bytes:
-        raise _ceiling_error(settings)
-    filename = display_name(filename)
-    with uow() as conn:
-        # Access first: reading the bytes (an archive is walked whole) is work done only for a writer.
-        resolve_base(conn, p, kb_id, write=True)
-    kind = kb_kind(sniff(data, filename), ocr=None)
-    documents = documents_in(kind, data, settings)
-    with uow() as conn:
-        kb, config = _check_writable(conn, intake, p, kb_id, documents)
-        _validate_override(kb, config, fields.ingestion, kind)
-        key = rag_key(kb.collection_name, filename)
-        doc = _new_row(conn, p, kb, filename, key, fields, len(data), kind)
-    try:
-        store.put(key, data, content_type=kind.mime, metadata={"document-id": str(doc.id)})
-    except Exception:
-        log.exception("storing an upload failed", extra={"document_id": str(doc.id)})
-        _mark_unstored(uow, doc.id)
-        raise
-    return Accepted(doc)
-
-
-def accept_presigned_upload(intake: Intake, p: Principal, kb_id: str, req: PresignRequest) -> Accepted:
-    uow, store, settings = intake.uow, intake.store, intake.settings
-    if req.size is not None and req.size > settings.max_upload_bytes:
-        raise _ceiling_error(settings)
-    req = req.model_copy(update={"filename": display_name(req.filename)})
-    # Only the name can be checked now; the parse stage sniffs the bytes that arrive.
-    kb_family_by_name(req.filename, ocr=None)
-    with uow() as conn:
-        kb, config = _check_writable(conn, intake, p, kb_id)
-        _validate_override(kb, config, req.ingestion, req.filename)
-        key = rag_key(kb.collection_name, req.filename)
-        doc = _new_row(conn, p, kb, req.filename, key, req, req.size, None)
-    upload = _presigned_post(store, settings, uow, doc.id, req.filename)
-    return Accepted(doc, upload)
-
-
-def _presigned_post(store: ObjectStore, settings: Settings, uow: UnitOfWork, doc_id: uuid.UUID,
-                    filename: str) -> dict[str, Any]:
+def _presigned_post(intake: Intake, doc_id: uuid.UUID, filename: str) -> dict[str, Any]:
     """The presigned POST a row's file arrives through (under incoming/); the row fails with a
     sentence if none can be made."""
+    settings = intake.settings
     try:
-        return store.presigned_post(
+        return intake.store.presigned_post(
             incoming_key(doc_id, filename),
             max_bytes=settings.max_upload_bytes,
             expires_in=settings.presign_expires_seconds,
             metadata={"document-id": str(doc_id)},
         )
     except Exception:
-        _mark_unstored(uow, doc_id)
+        _mark_unstored(intake.uow, doc_id)
         raise
 
 
 def _mark_unstored(uow: UnitOfWork, doc_id: uuid.UUID) -> None:
     with uow() as conn:
         doc_repo.mark_failed(conn, doc_id, "The file could not be stored; upload it again.", stage="queued")
-
-
-# --- one document into several private pools (R-ACC-6) ----------------------------------------
-
-def _check_shareable(conn: Connection, intake: Intake, p: Principal, recipients: list[str], documents: int = 1
-                     ) -> tuple[KnowledgeBase, IngestionConfig]:
-    settings = intake.settings
-    check_indexing_open(settings, intake.read_parameter)
-    org_id = check_sharer(p)
-    default = DefaultEmbedding(settings.default_embedding_provider, settings.default_embedding_model)
-    kb = recipients_base(conn, org_id, p.user_id, default)
-    if kb_repo.teardown_reserved(conn, kb.collection_name):
-        raise ConflictError("The shared pool is being torn down; uploads to it are refused.")
-    # Last: it counts the upload for every recipient, all or nothing, in the transaction of the row.
-    admit_shared_upload(conn, recipients, settings, documents)
-    return kb, IngestionConfig.model_validate(kb.ingestion_config)
-
-
-def _share_row(conn: Connection, p: Principal, kb: KnowledgeBase, recipients: list[str], filename: str, key: str,
-               fields: DocumentFields, filesize: int | None, kind: FileKind | None) -> Document:
-    doc = _new_row(conn, p, kb, filename, key, fields, filesize, kind)
-    assert p.org_id is not None
-    recipient_repo.add(conn, doc.id, recipients, org_id=p.org_id, shared_by=p.user_id)
-    return doc
-
-
-def accept_shared_upload(intake: Intake, p: Principal, recipients: list[str], filename: str, data: bytes,
-                         fields: DocumentFields) -> Accepted:
-    """POST /pools/documents: one stored object, one row, one parse and one set of chunks, read by each
-    recipient in their private pool. Refused whole when any recipient's pool is full or over a limit."""
-    uow, store, settings = intake.uow, intake.store, intake.settings
-    check_sharer(p)
-    users = check_recipients(recipients, settings.pool_max_recipients)
-    if len(data) > settings.max_upload_bytes:
-        raise _ceiling_error(settings)
-    filename = display_name(filename)
-    kind = kb_kind(sniff(data, filename), ocr=None)
-    documents = documents_in(kind, data, settings)
-    with uow() as conn:
-        kb, config = _check_shareable(conn, intake, p, users, documents)
-        _validate_override(kb, config, fields.ingestion, kind)
-        key = rag_key(kb.collection_name, filename)
-        doc = _share_row(conn, p, kb, users, filename, key, fields, len(data), kind)
-    try:
-        store.put(key, data, content_type=kind.mime, metadata={"document-id": str(doc.id)})
-    except Exception:
-        log.exception("storing a shared upload failed", extra={"document_id": str(doc.id)})
-        _mark_unstored(uow, doc.id)
-        raise
-    return Accepted(doc, recipients=users)
-
-
-def accept_shared_presigned(intake: Intake, p: Principal, req: SharePresignRequest) -> Accepted:
-    """POST /pools/uploads: the presigned variant; the parse stage sniffs what arrives, as for any upload."""
-    uow, store, settings = intake.uow, intake.store, intake.settings
-    check_sharer(p)
-    users = check_recipients(req.recipients, settings.pool_max_recipients)
-    if req.size is not None and req.size > settings.max_upload_bytes:
-        raise _ceiling_error(settings)
-    req = req.model_copy(update={"filename": display_name(req.filename)})
-    kb_family_by_name(req.filename, ocr=None)
-    with uow() as conn:
-        kb, config = _check_shareable(conn, intake, p, users)
-        _validate_override(kb, config, req.ingestion, req.filename)
-        key = rag_key(kb.collection_name, req.filename)
-        doc = _share_row(conn, p, kb, users, req.filename, key, req, req.size, None)
-    upload = _presigned_post(store, settings, uow, doc.id, req.filename)
-    return Accepted(doc, upload, recipients=users)

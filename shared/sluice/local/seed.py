@@ -64,7 +64,7 @@ def seed_events(root: Path) -> Seeded:
 
 
 def _bases(done: Seeded) -> None:
-    from sluice.access.bases import CreateKnowledgeBase, create_base
+    from sluice.bases import CreateKnowledgeBase, create_base
     from sluice.db import knowledge_bases as kb_repo
     from sluice.db.connection import transaction
     from sluice.identity import Principal

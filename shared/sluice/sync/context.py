@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sluice.access.keys import KeyVault
-from sluice.access.pools import ParameterReader
+from sluice.admission import ParameterReader
 from sluice.config import Settings
 from sluice.db.connection import UnitOfWork
 from sluice.storage import ObjectStore

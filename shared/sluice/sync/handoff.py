@@ -7,7 +7,7 @@ document in the transaction that stores the new one, so a search finds the old v
 new one is searchable, and still finds it when the new one fails (insert before delete, R-VEC-3).
 
 Into a private pool, a new row counts against the pool's cap and its owner's upload limits
-(``sluice.access.pools.admit_synced``): the source reads for the owner.
+(``sluice.admission.admit``): the source reads for the owner.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from sluice.access.pools import admit_synced
+from sluice.admission import admit, pool_owners
 from sluice.db import document_claims as claims
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
@@ -56,7 +56,8 @@ def hand_off(ctx: SyncContext, source: SyncSource, kb: KnowledgeBase, file: RunF
             if running is not None:
                 claims.claim(conn, source.id, running.id, file.source_path, file.etag, file.size)
                 return HandedOff(running, attached=True)
-            admit_synced(conn, kb, ctx.settings)  # a private pool's cap and its owner's limits (R-ACC-5)
+            # A private pool's cap and its owner's limits (R-ACC-5).
+            admit(conn, pool_owners(kb), 1, ctx.settings, via="sync")
             doc = doc_repo.insert(
                 conn, id=uuid.uuid4(), kb_id=kb.id, org_id=kb.org_id, collection_name=kb.collection_name,
                 filename=display_name(file.name), filesize=len(data), storage_path=key, source="sync",

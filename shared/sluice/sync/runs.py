@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from sluice.access.pools import check_indexing_open
+from sluice.admission import check_indexing_open
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db import sync_runs as runs
 from sluice.db import sync_sources as sources

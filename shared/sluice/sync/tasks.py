@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import psycopg
 from pydantic import ValidationError as PydanticValidationError
 
-from sluice.access.pools import check_indexing_open, sync_deferred
+from sluice.admission import check_indexing_open, sync_deferred
 from sluice.db import document_claims as claims
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo

@@ -6,14 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sluice.access import reachable_collections, resolve_base, resolve_collection
-from sluice.access.bases import (
-    CreateKnowledgeBase,
-    GrantRequest,
-    create_base,
-    grant_access,
-    list_bases,
-    revoke_access,
-)
+from sluice.access.grants import GrantRequest, grant_access, revoke_access
+from sluice.bases import CreateKnowledgeBase, create_base, list_bases
 from sluice.errors import CollectionNotFoundError, ValidationError
 from tests.integration.access.conftest import EDIT, VIEW, who
 

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from sluice.access.bases import CreateKnowledgeBase, UpdateKnowledgeBase, create_base, update_base
+from sluice.bases import CreateKnowledgeBase, UpdateKnowledgeBase, create_base, update_base
 from sluice.db import knowledge_bases as kb_repo
 from sluice.embedding import (
     EmbeddingSpec,

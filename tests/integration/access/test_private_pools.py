@@ -17,12 +17,12 @@ import pytest
 from psycopg.rows import dict_row
 
 from sluice import aws
-from sluice.access.bases import CreateKnowledgeBase, create_base
-from sluice.access.pools import admit_upload, indexing_paused
+from sluice.admission import admit, indexing_paused, pool_owners
+from sluice.bases import CreateKnowledgeBase, create_base
 from sluice.config import Settings, reset_settings
 from sluice.db.connection import close_pool, transaction
 from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError, SluiceError, ValidationError
-from sluice.ingest.uploads import Intake, PresignRequest, accept_presigned_upload
+from sluice.ingest.uploads import Intake, IntoBase, PresignRequest, accept
 from tests.fakes import FakeStore
 from tests.integration.access.conftest import EDIT, VIEW, who
 
@@ -53,7 +53,7 @@ def new_base(p=OWNER, scope="personal"):
 
 def upload(s: Settings, kb_id, p=OWNER, ingestion=None):
     req = PresignRequest(filename="notes.txt", size=10, ingestion=ingestion)
-    return accept_presigned_upload(Intake(transaction, FakeStore(), s), p, str(kb_id), req)
+    return accept(Intake(transaction, FakeStore(), s), p, IntoBase(str(kb_id)), req)
 
 
 def upload_concurrently(s: Settings, kb_id, p=OWNER, n: int = CONCURRENT) -> Counter:
@@ -164,16 +164,16 @@ def test_an_upload_of_several_documents_is_counted_as_that_many(wide_pool):
     kb = new_base()
     # an archive of eleven documents never fits a minute of ten: refused, not told to wait
     with transaction() as conn, pytest.raises(ValidationError) as err:
-        admit_upload(conn, OWNER, kb, settings(), documents=11)
+        admit(conn, pool_owners(kb), 11, settings())
     assert "at most 10 may be uploaded a minute" in err.value.details["fields"]["file"]
     # seven now, and four more must wait for the first of them to leave the minute
     with transaction() as conn:
-        admit_upload(conn, OWNER, kb, settings(), documents=7)
+        admit(conn, pool_owners(kb), 7, settings())
     with transaction() as conn, pytest.raises(RateLimitError) as err:
-        admit_upload(conn, OWNER, kb, settings(), documents=4)
+        admit(conn, pool_owners(kb), 4, settings())
     assert 1 <= err.value.details["retry_after"] <= 60
     with transaction() as conn:
-        admit_upload(conn, OWNER, kb, settings(), documents=3)
+        admit(conn, pool_owners(kb), 3, settings())
     with psycopg.connect(wide_pool, row_factory=dict_row) as c:
         n = c.execute("SELECT count(*) AS n FROM upload_events WHERE user_id = %s", (OWNER.user_id,)).fetchone()["n"]
     assert n == 10

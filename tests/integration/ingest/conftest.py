@@ -17,7 +17,7 @@ from sluice.identity import Principal
 from sluice.ingest.events import ObjectEvent
 from sluice.ingest.routing import on_ingest_item, on_stage_artifact
 from sluice.ingest.runner import StageContext
-from sluice.ingest.uploads import DocumentFields, Intake, accept_direct_upload
+from sluice.ingest.uploads import DocumentFields, FileBytes, Intake, IntoBase, accept
 from sluice.storage import stage_key
 from tests.fakes import DIM, FakeEmbedder
 from tests.integration.moto_bucket import Bucket
@@ -38,8 +38,8 @@ class Harness:
         return Intake(uow=self.ctx.uow, store=self.ctx.store, settings=self.ctx.settings)
 
     def upload(self, name: str, data: bytes, **fields: Any) -> uuid.UUID:
-        accepted = accept_direct_upload(self.intake(), ALICE, str(self.kb.id),
-                                        name, data, DocumentFields(**fields))
+        accepted = accept(self.intake(), ALICE, IntoBase(str(self.kb.id)),
+                          FileBytes(name, data, DocumentFields(**fields)))
         return accepted.document.id
 
     # The messages each stage's queue would carry.

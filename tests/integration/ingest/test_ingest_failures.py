@@ -230,11 +230,10 @@ def test_a_plan_the_collection_no_longer_allows_fails_the_document_with_its_reas
 
 def test_a_presigned_file_that_is_not_what_its_name_says_is_refused_at_parse_and_deleted(harness):
     # GIVEN a presigned upload for a PDF, and a Windows program posted in its place
-    from sluice.ingest.uploads import PresignRequest, accept_presigned_upload
+    from sluice.ingest.uploads import IntoBase, PresignRequest, accept
 
     h = harness
-    accepted = accept_presigned_upload(h.intake(), ALICE, str(h.kb.id),
-                                       PresignRequest(filename="invoice.pdf", size=1024))
+    accepted = accept(h.intake(), ALICE, IntoBase(str(h.kb.id)), PresignRequest(filename="invoice.pdf", size=1024))
     key = accepted.upload["fields"]["key"]
     h.ctx.store.put(key, b"MZ\x90\x00" + b"\x00" * 1020)
 

@@ -8,13 +8,12 @@ import hashlib
 
 from sluice.db.connection import transaction
 from sluice.ingest.documents import download_url
-from sluice.ingest.uploads import PresignRequest, accept_presigned_upload
+from sluice.ingest.uploads import IntoBase, PresignRequest, accept
 from tests.integration.ingest.conftest import ALICE, paragraphs
 
 
 def presign(h, name: str, size: int):
-    accepted = accept_presigned_upload(h.intake(), ALICE, str(h.kb.id),
-                                       PresignRequest(filename=name, size=size))
+    accepted = accept(h.intake(), ALICE, IntoBase(str(h.kb.id)), PresignRequest(filename=name, size=size))
     return accepted.document, accepted.upload
 
 

@@ -17,7 +17,7 @@ from sluice.db.connection import transaction
 from sluice.ingest import documents
 from sluice.ingest.events import ObjectEvent, ParseJob, read_message
 from sluice.ingest.recovery import NEVER_ARRIVED, STORED_FILE_GONE, StageQueues, interrupted, reap
-from sluice.ingest.uploads import PresignRequest, accept_presigned_upload
+from sluice.ingest.uploads import IntoBase, PresignRequest, accept
 from sluice.storage import JobQueue, content_key, stage_key
 from tests.integration.ingest.conftest import ALICE, paragraphs
 
@@ -148,7 +148,7 @@ def test_finished_documents_are_never_touched(harness, queues):
 
 def test_a_presigned_upload_that_never_arrived_fails_saying_so(harness, queues):
     h = harness
-    accepted = accept_presigned_upload(h.intake(), ALICE, str(h.kb.id), PresignRequest(filename="late.pdf"))
+    accepted = accept(h.intake(), ALICE, IntoBase(str(h.kb.id)), PresignRequest(filename="late.pdf"))
     age(accepted.document.id)
 
     reaped = sweep(h, queues)
@@ -160,7 +160,7 @@ def test_a_presigned_upload_that_never_arrived_fails_saying_so(harness, queues):
 
 def test_a_presigned_upload_that_landed_but_was_never_moved_is_resumed_from_where_it_landed(harness, queues):
     h = harness
-    accepted = accept_presigned_upload(h.intake(), ALICE, str(h.kb.id), PresignRequest(filename="late.txt"))
+    accepted = accept(h.intake(), ALICE, IntoBase(str(h.kb.id)), PresignRequest(filename="late.txt"))
     landed = f"incoming/{accepted.document.id}/late.txt"
     h.moto.s3.put_object(Bucket=h.moto.name, Key=landed, Body=paragraphs(4))  # its S3 event was lost
     age(accepted.document.id)

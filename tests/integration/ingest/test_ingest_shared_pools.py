@@ -21,7 +21,7 @@ from sluice.errors import CollectionNotFoundError, DocCapReachedError, RateLimit
 from sluice.identity import Principal
 from sluice.ingest import documents
 from sluice.ingest import parse as parse_stage
-from sluice.ingest.uploads import DocumentFields, SharePresignRequest, accept_shared_presigned, accept_shared_upload
+from sluice.ingest.uploads import DocumentFields, FileBytes, IntoSharedPool, SharePresignRequest, accept
 from sluice.search.service import SearchRequest, search
 from sluice.vectors import store as vector_store
 from tests.integration.ingest.conftest import Harness, paragraphs
@@ -44,7 +44,7 @@ def share(h: Harness, data: bytes, recipients: list[str], name: str = "contract.
           by: Principal = SHARER) -> uuid.UUID:
     # Small chunks, so one document is several embedding batches (the harness embeds two texts a batch).
     fields = DocumentFields(ingestion={"chunk_size": 300})
-    return accept_shared_upload(h.intake(), by, recipients, name, data, fields).document.id
+    return accept(h.intake(), by, IntoSharedPool(recipients), FileBytes(name, data, fields)).document.id
 
 
 def chunks_of(doc_id: uuid.UUID) -> int:
@@ -298,8 +298,8 @@ def test_the_kill_switch_and_sniffing_apply_to_shares(harness: Harness):
     with pytest.raises(IndexingPausedError):
         share(harness, b"words", ["r1"])
     with pytest.raises(IndexingPausedError):
-        accept_shared_presigned(harness.intake(), SHARER,
-                                SharePresignRequest(filename="a.txt", size=5, recipients=["r1"]))
+        accept(harness.intake(), SHARER, IntoSharedPool(["r1"]),
+               SharePresignRequest(filename="a.txt", size=5, recipients=["r1"]))
     with transaction() as conn:
         assert conn.execute("SELECT count(*) AS n FROM document_recipients").fetchone()["n"] == 0
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sluice.access.bases import CreateKnowledgeBase, create_base
+from sluice.bases import CreateKnowledgeBase, create_base
 from sluice.config import get_settings
 from sluice.db import sync_runs as runs_repo
 from sluice.db import sync_sources as sources_repo

@@ -21,7 +21,7 @@ from sluice.identity import Principal
 from sluice.ingest.events import ObjectEvent
 from sluice.ingest.routing import on_ingest_item, on_stage_artifact
 from sluice.ingest.runner import StageContext
-from sluice.ingest.uploads import DocumentFields, Intake, accept_direct_upload
+from sluice.ingest.uploads import FileBytes, Intake, IntoBase, accept
 from sluice.search.service import SearchRequest, search
 from sluice.storage import stage_key
 from sluice.teardown import TeardownContext, run_all
@@ -72,8 +72,7 @@ class World:
         return Intake(uow=transaction, store=self.stages.store, settings=self.stages.settings)
 
     def upload(self, kb: KnowledgeBase, filename: str, data: bytes) -> uuid.UUID:
-        accepted = accept_direct_upload(self.intake(), self.writer_of(kb), str(kb.id), filename, data,
-                                        DocumentFields())
+        accepted = accept(self.intake(), self.writer_of(kb), IntoBase(str(kb.id)), FileBytes(filename, data))
         return accepted.document.id
 
     def event(self, key: str) -> ObjectEvent:

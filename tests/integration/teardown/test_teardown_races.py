@@ -34,7 +34,7 @@ from sluice.errors import CollectionNotFoundError, ConflictError
 from sluice.ingest import parse as parse_stage
 from sluice.ingest.archive import unpack_archive
 from sluice.ingest.runner import StaleEvent
-from sluice.ingest.uploads import DocumentFields, accept_direct_upload
+from sluice.ingest.uploads import FileBytes, IntoBase, accept
 from sluice.parsing import extract, sniff
 from sluice.teardown import request_base_teardown, run_all
 from sluice.vectors import store
@@ -112,8 +112,8 @@ def upload_and_index(world: World, kb, at: Callable[[str], None]) -> str:
         at(next(filed, "after"))
 
     try:
-        accepted = accept_direct_upload(replace(world.intake(), uow=uow), world.writer_of(kb), str(kb.id),
-                                        "race.txt", text("race", 2), DocumentFields())
+        accepted = accept(replace(world.intake(), uow=uow), world.writer_of(kb), IntoBase(str(kb.id)),
+                          FileBytes("race.txt", text("race", 2)))
     except (CollectionNotFoundError, ConflictError):
         return "refused"
     doc = accepted.document
@@ -209,8 +209,7 @@ def test_a_chunk_write_second_finds_the_base_gone_and_writes_nothing(world: Worl
         release.wait(30)
 
     world.embedder.before_batch = hold
-    accepted = accept_direct_upload(world.intake(), world.writer_of(kb), str(kb.id), "late.txt", text("late", 2),
-                                    DocumentFields())
+    accepted = accept(world.intake(), world.writer_of(kb), IntoBase(str(kb.id)), FileBytes("late.txt", text("late", 2)))
     doc_id = accepted.document.id
     assert accepted.document.storage_path
     ingest = threading.Thread(target=world.pipeline, args=(doc_id, accepted.document.storage_path))
@@ -241,8 +240,7 @@ def test_a_stage_that_wrote_after_the_teardown_removed_its_objects_leaves_nothin
 
     monkeypatch.setattr(parse_stage, "extract_isolated", slow_extract)
     kb = world.base("slow_parse", org="acme")
-    accepted = accept_direct_upload(world.intake(), world.writer_of(kb), str(kb.id), "slow.txt", text("slow", 2),
-                                    DocumentFields())
+    accepted = accept(world.intake(), world.writer_of(kb), IntoBase(str(kb.id)), FileBytes("slow.txt", text("slow", 2)))
     assert accepted.document.storage_path
     ingest = threading.Thread(target=world.pipeline, args=(accepted.document.id, accepted.document.storage_path))
     ingest.start()
@@ -261,8 +259,7 @@ def test_an_archive_unpacked_after_its_base_was_cleared_files_no_member(world: W
     so it files no member row and writes no member object."""
     kb = world.base("cleared_archive", org="acme", is_default=True)
     archive = zip_bytes([("docs/a.txt", text("member a", 2)), ("docs/b.txt", text("member b", 2))])
-    accepted = accept_direct_upload(world.intake(), world.writer_of(kb), str(kb.id), "bundle.zip", archive,
-                                    DocumentFields())
+    accepted = accept(world.intake(), world.writer_of(kb), IntoBase(str(kb.id)), FileBytes("bundle.zip", archive))
     with transaction() as conn:
         td = request_base_teardown(conn, world.writer_of(kb), str(kb.id), get_settings())
     assert run_all(world.teardowns, td.id).state == "done"

@@ -13,7 +13,7 @@ import uuid
 import pytest
 from psycopg import sql
 
-from sluice.access.bases import CreateKnowledgeBase, claim_name, create_base
+from sluice.bases import CreateKnowledgeBase, claim_name, create_base
 from sluice.config import get_settings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
@@ -116,10 +116,10 @@ def test_after_a_base_teardown_nothing_of_it_is_left_and_the_receipt_counts_what
     uploaded = [world.ingest(kb, f"runbook_{i}.txt", text(f"runbook {i}", 3 + i)) for i in range(3)]
     kept = world.ingest(other, "other.txt", text("other base"))
     # a presigned upload whose POST landed but was not moved yet, an S3 drop, and a stray inbox object
-    from sluice.ingest.uploads import PresignRequest, accept_presigned_upload
+    from sluice.ingest.uploads import IntoBase, PresignRequest, accept
 
-    presigned = accept_presigned_upload(world.intake(), world.writer_of(kb), str(kb.id),
-                                        PresignRequest(filename="late.txt", size=100)).document
+    presigned = accept(world.intake(), world.writer_of(kb), IntoBase(str(kb.id)),
+                       PresignRequest(filename="late.txt", size=100)).document
     world.stages.store.put(incoming_key(presigned.id, "late.txt"), b"late bytes")
     dropped = f"inbox/{kb.id}/team/notes.txt"
     world.stages.store.put(dropped, text("dropped notes"))

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from sluice.access.bases import CreateKnowledgeBase, DefaultEmbedding, create_base, derive_collection_name
+from sluice.bases import CreateKnowledgeBase, DefaultEmbedding, create_base, derive_collection_name
 from sluice.errors import ConflictError, ValidationError
 from sluice.vectors import store
 from tests.integration.access.conftest import EDIT, VIEW, who

@@ -1,10 +1,9 @@
-"""Creating, reading and changing knowledge bases and their grants; the name claim (R-VEC-4)
-and one embedding space per collection name (R-EMB-1)."""
+"""Creating, reading and changing knowledge bases: one embedding space per collection name (R-EMB-1),
+one text search language (R-SRCH-7), a key bound only by who may see it, the name claimed first
+(``bases.names``, R-VEC-4). Who reaches a base is ``sluice.access``; its grants are ``access.grants``."""
 
 from __future__ import annotations
 
-import re
-import secrets
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -12,26 +11,19 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access.keys import KEYED_PROVIDERS, KeyVault, check_key_binding
-from sluice.access.resolve import (
-    ReachableCollection,
-    can_write,
-    reachable_collections,
-    readable_bases,
-    resolve_base,
-)
+from sluice.access.resolve import ReachableCollection, reachable_collections, readable_bases, resolve_base
 from sluice.access.vision import stored_config
+from sluice.bases.names import claim_name, derive_collection_name
 from sluice.chunking import validate_collection_config
 from sluice.db import knowledge_bases as kb_repo
-from sluice.db import name_locks
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.embedding import CatalogModel, find_model, load_catalog
 from sluice.embedding.endpoints import deployment_policy, endpoint_problem
-from sluice.errors import ConflictError, NameBusyError, ValidationError
+from sluice.errors import ConflictError, ValidationError
 from sluice.identity import Principal
 from sluice.vectors import fulltext as vector_fulltext
-from sluice.vectors import store as vector_store
-from sluice.vectors.names import MAX_COLLECTION_CHARS, validate_collection_name
+from sluice.vectors.names import validate_collection_name
 
 
 @dataclass(frozen=True)
@@ -41,11 +33,9 @@ class DefaultEmbedding:
     provider: str = "local"
     model: str = "all-MiniLM-L6-v2"
 
+
 # A derived name is random; a second draw is for the astronomically unlikely taken one.
 _DERIVE_ATTEMPTS = 3
-# How long a create waits for a write running on the name, and what its 409 asks to wait (R-TD-3).
-CLAIM_WAIT_SECONDS = 1.0
-CLAIM_RETRY_AFTER_SECONDS = 2
 
 
 class CreateKnowledgeBase(BaseModel):
@@ -83,60 +73,6 @@ class UpdateKnowledgeBase(BaseModel):
     collection_name: str | None = None
     scope: str | None = None
     text_search_language: str | None = None
-
-
-class GrantRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    user_id: str = Field(min_length=1, max_length=200)
-    permission: Literal["view", "edit"]
-
-
-def derive_collection_name(display_name: str) -> str:
-    """The display name as an identifier plus six random hex characters."""
-    slug = re.sub(r"[^a-z0-9]+", "_", display_name.lower()).strip("_") or "collection"
-    if slug[0].isdigit():
-        slug = "c_" + slug
-    slug = slug[: MAX_COLLECTION_CHARS - 7].rstrip("_")
-    return f"{slug}_{secrets.token_hex(3)}"
-
-
-def claim_name(conn: Connection, p: Principal, name: str) -> list[KnowledgeBase]:
-    """Refuse a name that is not free for the caller (R-VEC-4); return the bases already on it.
-
-    A name is free when every base holding it is one the caller may write (they
-    could delete or clear them all anyway), no teardown has it reserved, and —
-    when no base holds it — no unfiled content of another tenant sits under it
-    (an app admin may adopt such content). The name's lock, taken exclusively,
-    serialises claims (and teardowns) of one name until the claiming transaction
-    ends, so two creators cannot both find it free; a chunk write running on the
-    name holds it shared, and a claim waits for it only briefly before a 409 with
-    a retry hint (R-TD-3): each waiting request holds a database connection.
-    """
-    if not name_locks.take(conn, name, wait_seconds=CLAIM_WAIT_SECONDS):
-        raise NameBusyError("A write to this collection name is running; try again in a moment.",
-                            retry_after=CLAIM_RETRY_AFTER_SECONDS)
-    if kb_repo.teardown_reserved(conn, name):
-        raise ConflictError(
-            "This collection name is being torn down; try again shortly or choose another name.",
-            fields={"collection_name": "This name is reserved by a teardown in progress."},
-        )
-    holders = kb_repo.by_collection(conn, name)
-    taken = any(not can_write(p, h) for h in holders) if holders else (
-        not p.is_app_admin and unfiled_content_holds(conn, name, p.org_id)
-    )
-    if taken:
-        raise ConflictError(
-            "This collection name is already taken.",
-            fields={"collection_name": "This name is already taken; choose another."},
-        )
-    return holders
-
-
-def unfiled_content_holds(conn: Connection, name: str, org_id: str | None) -> bool:
-    """Whether content no base files sits under the name for another tenant (R-VEC-4): rows an
-    operator's ingest (or a deleted base) left with no base, or chunks in the name's table."""
-    return kb_repo.unfiled_rows_hold(conn, name, org_id) or vector_store.holds_chunks_outside(conn, name, org_id)
 
 
 def _check_endpoint(provider: str, base_url: str | None) -> None:
@@ -360,22 +296,3 @@ def list_bases(conn: Connection, p: Principal) -> list[KnowledgeBase]:
 
 def list_collections(conn: Connection, p: Principal) -> list[ReachableCollection]:
     return reachable_collections(conn, p)
-
-
-def grant_access(conn: Connection, p: Principal, kb_id: str, body: GrantRequest) -> KnowledgeBase:
-    """Widen one organization base for one member; whoever may write the base may grant (R-ACC-1)."""
-    kb = resolve_base(conn, p, kb_id, write=True, lock="update")
-    if kb.scope != "org":
-        raise ValidationError(
-            "Only an organization knowledge base takes grants",
-            fields={"user_id": "A personal base is its owner's only and an app-wide base is read by everyone; "
-                               "grants widen an organization base."},
-        )
-    kb_repo.upsert_grant(conn, kb.id, body.user_id, body.permission, p.user_id)
-    return replace(kb, grants={**kb.grants, body.user_id: body.permission})
-
-
-def revoke_access(conn: Connection, p: Principal, kb_id: str, user_id: str) -> None:
-    """Remove a member's grant on a base; removing one that is not there changes nothing."""
-    kb = resolve_base(conn, p, kb_id, write=True, lock="update")
-    kb_repo.delete_grant(conn, kb.id, user_id)
