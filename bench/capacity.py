@@ -1,6 +1,6 @@
 """Service time of each stage, per unit of work, with spread (issue 30), and the Lambda sizes they run at.
 
-    nice -n 10 .venv/bin/python bench/capacity.py            # ~5 min on the shared machine
+    nice -n 10 .venv/bin/python bench/capacity.py            # ~3 min on the shared machine
     nice -n 10 .venv/bin/python bench/capacity.py --quick    # fewer files and repeats (~1 min)
 
 Measured here, in this process, one core's worth (the parse child and the model's threads as the
@@ -574,7 +574,12 @@ def main() -> int:
         "store_s_per_doc": statistics.median(txn_s) / 1000 * chunks_per_doc + 0.005,
         "chunks_per_doc": chunks_per_doc,
         "chars_per_doc": chars_per_doc,
+        # the Map's batch tasks over 1,000 unchanged files, each task's own overhead included
+        "sync_decide_s_per_1000": statistics.median(sync["batches"]),
     }
+    idle = next((r for r in search if "idle, vector + text" in str(r[0])), None)
+    if idle is not None:
+        service["search_s"] = float(str(idle[1]).removesuffix(" ms")) / 1000  # p50, as simulate's default
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "capacity.json").write_text(
         json.dumps(

@@ -1,5 +1,6 @@
-"""capacity.py's search rows: read from the last search_latency.py run, the service's query picked out of
-the other systems that run measured, idle and with writes, with the run's date (issue 30)."""
+"""capacity.py (issue 30): the search rows read from the last search_latency.py run (the service's query
+picked out of the other systems that run measured, idle and with writes, with the run's date), and the
+teardown probe's listings and DeleteObjects calls against moto."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import importlib
 import json
 import sys
 from pathlib import Path
+
+import pytest
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 
@@ -63,3 +66,22 @@ def test_without_a_run_the_row_says_how_to_take_it(tmp_path, monkeypatch):
     rows = capacity.search_rows()
 
     assert rows[0][4] == "not run" and "--with-writes" in rows[0][5]
+
+
+def test_the_teardown_probe_lists_each_place_and_deletes_in_the_steps_batches(tmp_path, monkeypatch):
+    """12 documents of 4 objects: 48 listings (one a place), and the step's batches of 200 documents
+    make one DeleteObjects call of 48 keys; every object is gone (the probe checks that itself)."""
+    pytest.importorskip("moto")
+    capacity = _capacity(monkeypatch, tmp_path)
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in (("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_ACCESS_KEY_ID", "testing"),
+                        ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(name, value)  # restored after the test (the probe only sets them when unset)
+
+    out = capacity.teardown_object_times(48, repeats=2)
+
+    assert out["listings"] == [48.0, 48.0]
+    assert out["calls"] == [1.0, 1.0]
+    assert len(out["list"]) == len(out["delete"]) == 2
+    assert all(s > 0 for s in out["list"] + out["delete"])
