@@ -32,17 +32,29 @@ after a warm-up; recall@10 is against numpy's exact top 10 of the rows in scope.
 ``--index`` chooses what Sluice's HNSW index stores (default: what ``store.ensure_table`` builds
 on this server); ``--compare-index`` then drops it, builds the other kind over the same rows and
 measures Sluice again: build time, index size, recall and latency of ``vector`` against ``halfvec``.
+
+``--with-writes`` then measures Sluice's rows again while a writer thread, on a connection of its
+own, COPYs chunks into the same collection table in a loop, 1,000 a transaction (``insert_chunks``,
+the store stage's write: HNSW, GIN, btree and the text-statistics triggers pay for each row), for
+a second base of the same organisation, so the rows in scope and the exact answer stay those the
+recall is computed against while every write lands in the graph and the indexes the queries read.
+The writer's rate is printed beside the latencies. ``--sluice-only`` leaves out the peer and the
+naive query (no peer tables are loaded). The figures go to ``bench/out/search_latency.json``
+(``bench/capacity.py`` prints them in its table, with the run's date).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
 from functools import partial  # noqa: E402
+from pathlib import Path
 
 from harness import migrated_database, print_table  # noqa: E402
 
@@ -231,6 +243,68 @@ def measure_interleaved(name: str, systems: list, queries: np.ndarray, truth: li
         print(f"  {system:<28} {name:<12} p50 {p50:8.2f} ms  p95 {p95:8.2f} ms  recall@10 {recall:.3f}", flush=True)
 
 
+class Writer:
+    """COPY 1,000 chunks a transaction into the collection table, in a loop, until stopped."""
+
+    def __init__(self, url: str, rows: int = 1000, seed: int = 30) -> None:
+        self.url, self.rows, self.seed = url, rows, seed
+        self.kb = uuid.uuid4()  # a second base in the same table: the queries' scope excludes its rows
+        self.stop = threading.Event()
+        self.commits: list[float] = []  # seconds per 1,000-row transaction
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Writer:
+        self.thread.start()
+        while not self.commits and self.error is None and self.thread.is_alive():
+            time.sleep(0.05)  # the queries start once writes are flowing
+        if self.error is not None:
+            raise self.error
+        self.started, self.before = time.perf_counter(), len(self.commits)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.seconds = time.perf_counter() - self.started
+        if self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        import psycopg
+
+        from sluice.db.connection import _configure
+        from sluice.vectors import store
+
+        rng = np.random.default_rng(self.seed)
+        centres = np.random.default_rng(42).normal(size=(200, DIM)).astype(np.float32)  # generate()'s topics
+        # A few batches made up front and written again under new document ids: the writer's Python
+        # work (it shares this process with the queries' client) stays small beside the server's.
+        made = []
+        for _ in range(4):
+            x = centres[rng.integers(0, len(centres), self.rows)] + 0.6 * rng.normal(
+                size=(self.rows, DIM)).astype(np.float32)
+            x /= np.linalg.norm(x, axis=1, keepdims=True)
+            made.append((x, words(rng, self.rows, WORDS_PER_CHUNK)))
+        try:
+            with psycopg.connect(self.url, row_factory=psycopg.rows.dict_row) as conn:
+                _configure(conn)  # as the pool configures each connection (the vector types)
+                while not self.stop.is_set():
+                    x, texts = made[len(self.commits) % len(made)]
+                    doc = uuid.uuid4()
+                    batch = [store.ChunkRow(document_id=doc, kb_id=self.kb, org_id="acme", chunk_index=i,
+                                            content=f"chunk {i} {texts[i]}", embedding=x[i],
+                                            organizational_unit="d", source="upload") for i in range(self.rows)]
+                    t = time.perf_counter()
+                    store.insert_chunks(conn, COLLECTION, batch)
+                    conn.commit()
+                    self.commits.append(time.perf_counter() - t)
+                conn.execute(f"DELETE FROM rag_{COLLECTION} WHERE kb_id = %s", (self.kb,))  # --reuse finds its rows
+                conn.commit()
+        except BaseException as error:  # reported by __exit__
+            self.error = error
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -247,6 +321,10 @@ def main() -> int:
     parser.add_argument("--reuse", action="store_true",
                         help="with --database-url: keep tables an earlier run of the same --rows loaded "
                              "(the HNSW build is most of a 1M run)")
+    parser.add_argument("--with-writes", action="store_true",
+                        help="then measure Sluice again while a writer COPYs 1,000 chunks a transaction into the table")
+    parser.add_argument("--sluice-only", action="store_true",
+                        help="measure Sluice's rows only (no peer tables, no naive query)")
     args = parser.parse_args()
 
     import psycopg
@@ -285,7 +363,9 @@ def main() -> int:
                 index = table_facts(conn, COLLECTION).index
                 conn.commit()
                 print(f"sluice: reusing the loaded table and its {index} index", flush=True)
-            if args.reuse and peer_rows(conn) == args.rows:
+            if args.sluice_only:
+                peer = as_shipped = None
+            elif args.reuse and peer_rows(conn) == args.rows:
                 peer = make_peer(url)
                 print("peer: reusing the loaded rows", flush=True)
             else:
@@ -294,7 +374,7 @@ def main() -> int:
                 costs["peer_copy_s"] = time.perf_counter() - t0
                 print(f"peer: COPY {costs['peer_copy_s']:.0f} s", flush=True)
 
-            if not args.no_peer_hnsw and not (args.reuse and peer_has_hnsw(conn)):
+            if not args.sluice_only and not args.no_peer_hnsw and not (args.reuse and peer_has_hnsw(conn)):
                 t0 = time.perf_counter()
                 conn.execute("CREATE INDEX bench_peer_hnsw ON langchain_pg_embedding "
                              "USING hnsw (embedding vector_cosine_ops)")
@@ -303,7 +383,8 @@ def main() -> int:
                 print(f"peer: HNSW build {costs['peer_hnsw_build_s']:.0f} s", flush=True)
             # The peer as shipped has no vector index; with the index present, the same peer on a
             # connection that may not use index scans answers exactly as it would without one.
-            as_shipped = make_peer(url, no_index=True)
+            if not args.sluice_only:
+                as_shipped = make_peer(url, no_index=True)
 
             scope = [BaseScope(kb, "acme")]
             masks = {name: (None if f is None else np.isin(units, f)) for name, f in FILTERS.items()}
@@ -358,13 +439,33 @@ def main() -> int:
                            (f"{SLUICE} ({index}) + text, no cut",
                             sluice_call(flt, name, f"{SLUICE} ({index}) + text, no cut", with_text=True,
                                         common_rows=10**12), args.queries)]
-                if iterative:
+                if args.sluice_only:
+                    systems = systems[:2]  # the service's query with and without its text side
+                elif iterative:
                     systems.append((f"{SLUICE_06} ({index})", sluice_call(flt, name, f"{SLUICE_06} ({index})", False),
                                     args.queries))
-                systems += [(NAIVE, naive, args.queries), (SHIPPED, shipped, args.peer_queries)]
-                if not args.no_peer_hnsw:
-                    systems.append((INDEXED, indexed, args.queries))
+                if not args.sluice_only:
+                    systems += [(NAIVE, naive, args.queries), (SHIPPED, shipped, args.peer_queries)]
+                    if not args.no_peer_hnsw:
+                        systems.append((INDEXED, indexed, args.queries))
                 measure_interleaved(name, systems, queries, truth[name], results)
+            if args.with_writes:
+                # The same queries with writes landing in the same table and graph.
+                with Writer(url) as writer:
+                    for name, values in FILTERS.items():
+                        flt = ChunkFilter(organizational_units=tuple(values)) if values else ChunkFilter()
+                        label = f"{SLUICE} ({index}) + writes"
+                        systems = [(label, sluice_call(flt, name, label), args.queries),
+                                   (f"{SLUICE} ({index}) + text + writes",
+                                    sluice_call(flt, name, f"{SLUICE} ({index}) + text + writes", with_text=True),
+                                    args.queries)]
+                        measure_interleaved(name, systems, queries, truth[name], results)
+                written = (len(writer.commits) - writer.before) * writer.rows  # committed while the queries ran
+                costs["writer rows during the queries"] = written
+                costs["writer rows/s"] = written / max(1e-9, writer.seconds)
+                costs["writer s per 1,000-row COPY + commit, p50"] = float(np.median(writer.commits))
+                print(f"writer: {written:,} rows in {writer.seconds:.0f} s ({costs['writer rows/s']:.0f} rows/s), "
+                      f"p50 {costs['writer s per 1,000-row COPY + commit, p50']:.2f} s a transaction", flush=True)
             if args.compare_index:
                 other = "vector" if index == "halfvec" else "halfvec"
                 conn.execute(f"DROP INDEX rag_{COLLECTION}_embedding_idx")
@@ -397,6 +498,15 @@ def main() -> int:
     table(f"{args.rows:,} chunks x {DIM}-d, top 10, latency in ms (wall, from Python)",
           ["filter", "system", "p50", "p95", "p99", "recall@10", "Sluice plans"], rows)
     table("Load costs (seconds)", ["step", "s"], [[k, v] for k, v in costs.items()])
+    out = Path(__file__).resolve().parent / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "search_latency.json").write_text(json.dumps({
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_average": list(os.getloadavg()),
+        "rows": args.rows, "queries": args.queries, "costs": costs,
+        "results": [{"system": system, "filter": name, "ms": ms, "recall": recall}
+                    for (system, name), (ms, recall) in results.items()],
+    }, indent=1))
     return 0
 
 
