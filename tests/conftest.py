@@ -53,6 +53,15 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory):
     import pgserver
 
     server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    # A throwaway cluster: nothing in it must survive a crash of the machine, so it never waits for
+    # the disk. Every test's CREATE DATABASE and DROP DATABASE (db_url) and every commit flushed to
+    # disk before; on a loaded two-core machine that was most of a fixture's second. What a test sees
+    # is unchanged: a clean stop or restart (pg_ctl) still writes everything, and these settings live
+    # in the cluster's postgresql.auto.conf, so they hold across test_ingest_faults' restart too.
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        conn.execute("SELECT pg_reload_conf()")
     yield server
     server.cleanup()
 
