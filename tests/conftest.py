@@ -184,3 +184,22 @@ def client_for(runtime, make_token):
     yield make
     for c in clients:
         c.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with a test marked slow first, within each of tests/unit, tests/integration and tests/e2e
+    (which keep their order: e2e last, see pyproject.toml), the rest in their order. pytest-xdist
+    (`make test`, --dist loadscope --no-loadscope-reorder) hands a worker a whole module at a time
+    in this order, so a long module never starts when the other worker has little left to do; sorted
+    by their number of tests (xdist's default), the 10 tests of test_sync_runs (a third of one
+    worker's e2e time) started halfway through the run."""
+    def part(item: pytest.Item) -> str:
+        rel = item.path.relative_to(ROOT) if item.path.is_relative_to(ROOT) else item.path
+        return rel.parts[1] if len(rel.parts) > 1 and rel.parts[0] == "tests" else ""
+
+    parts: dict[str, int] = {}
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    for item in items:
+        parts.setdefault(part(item), len(parts))
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (parts[part(item)], item.path not in slow_modules, order[id(item)]))
