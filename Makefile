@@ -149,8 +149,8 @@ run: install
 # is one module anyway.)
 TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope tests/unit tests/integration
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope tests/e2e
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder tests/unit tests/integration
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder tests/e2e
 
 # checkov, as a user's security team would run it on the template, in a venv of its own (its pins
 # would fight the project's, as SAM's do). Each check that does not apply is skipped in template.yaml

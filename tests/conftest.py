@@ -48,11 +48,43 @@ def _moto_kms_keys_share_one_rsa_key():
     models.generate_private_key = original
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _botocore_sessions_share_one_loader():
+    """mock_aws gives boto3 a new default session each time it starts, and every botocore session
+    parses the service models (S3's and KMS's JSON, their endpoint rules) again for its first client:
+    about 0.1 s of CPU for each client of every `bucket` fixture and of the code under test. The
+    models are read-only data, so the test process's sessions share one loader and its cache, as
+    every client of one session does anyway; credentials, configuration and moto's state stay per session."""
+    from botocore import loaders
+    from botocore import session as botocore_session
+
+    original = botocore_session.create_loader
+    made: dict[str | None, loaders.Loader] = {}
+
+    def shared(search_path_string: str | None = None) -> loaders.Loader:
+        if search_path_string not in made:
+            made[search_path_string] = original(search_path_string)
+        return made[search_path_string]
+
+    botocore_session.create_loader = shared
+    yield
+    botocore_session.create_loader = original
+
+
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory):
     import pgserver
 
     server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    # A throwaway cluster: nothing in it must survive a crash of the machine, so it never waits for
+    # the disk. Every test's CREATE DATABASE and DROP DATABASE (db_url) and every commit flushed to
+    # disk before; on a loaded two-core machine that was most of a fixture's second. What a test sees
+    # is unchanged: a clean stop or restart (pg_ctl) still writes everything, and these settings live
+    # in the cluster's postgresql.auto.conf, so they hold across test_ingest_faults' restart too.
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            conn.execute(f"ALTER SYSTEM SET {setting} = off")
+        conn.execute("SELECT pg_reload_conf()")
     yield server
     server.cleanup()
 
@@ -152,3 +184,22 @@ def client_for(runtime, make_token):
     yield make
     for c in clients:
         c.close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with a test marked slow first, within each of tests/unit, tests/integration and tests/e2e
+    (which keep their order: e2e last, see pyproject.toml), the rest in their order. pytest-xdist
+    (`make test`, --dist loadscope --no-loadscope-reorder) hands a worker a whole module at a time
+    in this order, so a long module never starts when the other worker has little left to do; sorted
+    by their number of tests (xdist's default), the 10 tests of test_sync_runs (a third of one
+    worker's e2e time) started halfway through the run."""
+    def part(item: pytest.Item) -> str:
+        rel = item.path.relative_to(ROOT) if item.path.is_relative_to(ROOT) else item.path
+        return rel.parts[1] if len(rel.parts) > 1 and rel.parts[0] == "tests" else ""
+
+    parts: dict[str, int] = {}
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    for item in items:
+        parts.setdefault(part(item), len(parts))
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (parts[part(item)], item.path not in slow_modules, order[id(item)]))

@@ -17,7 +17,7 @@ mcp = pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip insta
                           "make install does)")
 pytest.importorskip("sluice_client.mcp_server", reason="sluice-client's MCP server needs the mcp extra")
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 

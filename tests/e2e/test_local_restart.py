@@ -20,7 +20,7 @@ from sluice.ingest.recovery import LOCAL_RESET
 from sluice.local.runtime import free_port
 from sluice.local.tokens import mint
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def local_up(data: Path, port: int, *extra: str) -> tuple[subprocess.Popen[str], list[str]]:

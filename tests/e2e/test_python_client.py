@@ -12,7 +12,7 @@ from sluice.config import reset_settings
 from tests.e2e.client_support import PLANTED, QUESTION, planted_base, sluice_client, user
 from tests.unit.parsing.parsing_samples import pdf_bytes
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 Sluice, AsyncSluice, errors = sluice_client.Sluice, sluice_client.AsyncSluice, sluice_client.errors
 
 

@@ -15,7 +15,7 @@ import httpx
 import pymupdf
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 PENALTY = (
     "14. Penalty clause. If the Supplier fails to deliver the Equipment by the Delivery Date, the Supplier "

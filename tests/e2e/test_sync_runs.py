@@ -15,7 +15,7 @@ from sluice.errors import EmbeddingAuthenticationError
 from sluice.sync.connectors import S3Connector
 from tests.e2e.sync_support import SyncWorld, sync_world_fixture  # noqa: F401 - the fixture
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def text(topic: str, n: int = 3) -> bytes:

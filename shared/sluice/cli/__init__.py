@@ -40,10 +40,12 @@ def _local_up(args: argparse.Namespace) -> int:
         print(f"Restarted:   the local object store and queues live in memory and started empty: {failed} "
               f"document(s) in flight were marked error, and {originals} document(s) keep their chunks "
               "(search finds them) but not their stored originals.")
-    print("Ctrl-C stops.", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
+        # Inside the try: a Ctrl-C that comes as soon as this line is read (while print still flushes)
+        # stops the stack like any other, instead of a traceback that leaves PostgreSQL running.
+        print("Ctrl-C stops.", flush=True)
         while not stop.wait(0.5):
             pass
     except KeyboardInterrupt:
