@@ -28,6 +28,21 @@ def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str)
     return argname if isinstance(val, bytes) else None
 
 
+def _one_result_per_argument(owner: object, name: str):  # type: ignore[no-untyped-def]
+    """While the fixture lasts, ``owner.name`` answers each argument once and then from memory."""
+    original = getattr(owner, name)
+    made: dict[object, object] = {}
+
+    def shared(arg: object = None) -> object:
+        if arg not in made:
+            made[arg] = original(arg)
+        return made[arg]
+
+    setattr(owner, name, shared)
+    yield
+    setattr(owner, name, original)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _moto_kms_keys_share_one_rsa_key():
     """moto gives every KMS key it creates, a symmetric one too, a freshly generated 2048-bit RSA key
@@ -35,17 +50,7 @@ def _moto_kms_keys_share_one_rsa_key():
     symmetric keys, so the tests' keys share one RSA key per key spec."""
     from moto.kms import models
 
-    original = models.generate_private_key
-    made: dict[str, object] = {}
-
-    def shared(key_spec: str):  # type: ignore[no-untyped-def]
-        if key_spec not in made:
-            made[key_spec] = original(key_spec)
-        return made[key_spec]
-
-    models.generate_private_key = shared
-    yield
-    models.generate_private_key = original
+    yield from _one_result_per_argument(models, "generate_private_key")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -55,20 +60,9 @@ def _botocore_sessions_share_one_loader():
     about 0.1 s of CPU for each client of every `bucket` fixture and of the code under test. The
     models are read-only data, so the test process's sessions share one loader and its cache, as
     every client of one session does anyway; credentials, configuration and moto's state stay per session."""
-    from botocore import loaders
     from botocore import session as botocore_session
 
-    original = botocore_session.create_loader
-    made: dict[str | None, loaders.Loader] = {}
-
-    def shared(search_path_string: str | None = None) -> loaders.Loader:
-        if search_path_string not in made:
-            made[search_path_string] = original(search_path_string)
-        return made[search_path_string]
-
-    botocore_session.create_loader = shared
-    yield
-    botocore_session.create_loader = original
+    yield from _one_result_per_argument(botocore_session, "create_loader")
 
 
 @pytest.fixture(scope="session")
