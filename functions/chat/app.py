@@ -36,7 +36,7 @@ from sluice.api.views_chat import (
 from sluice.chat import assembly, attachments, conversations
 from sluice.chat.assembly import ContextRequest
 from sluice.chat.conversations import NewConversation, NewMessage
-from sluice.config import DATABASE
+from sluice.config.functions import ChatFunction
 from sluice.ingest.uploads import Accepted
 from sluice.observability import http_handler
 from sluice.wiring import chat_resources
@@ -127,4 +127,4 @@ def context(conversation_id: str, body: Annotated[ContextRequest, Body()]) -> Co
     return context_view(assembly.assemble(chat_resources(), p, conversation_id, body))
 
 
-handler = http_handler(app, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID", "CHAT_QUEUE_URL"))
+handler = http_handler(app, settings=ChatFunction)

@@ -10,17 +10,17 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from sluice.chat.arrivals import on_dead_letter, on_message
-from sluice.config import DATABASE, get_settings
+from sluice.config import current
+from sluice.config.functions import ChatArrivalFunction
 from sluice.observability import sqs_handler
 from sluice.wiring import chat_resources
 
 
 def record_handler(record: SQSRecord, lambda_context: Any = None) -> None:
-    if record.event_source_arn == get_settings().chat_arrival_dlq_arn:
+    if record.event_source_arn == current(ChatArrivalFunction).chat_arrival_dlq_arn:
         on_dead_letter(chat_resources(), record.body)
     else:
         on_message(chat_resources(), record.body)
 
 
-handler = sqs_handler(record_handler, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID",
-                                                "CHAT_ARRIVAL_DLQ_ARN"))
+handler = sqs_handler(record_handler, settings=ChatArrivalFunction)

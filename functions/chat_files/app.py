@@ -27,7 +27,8 @@ from sluice.api.views_chat import (
 )
 from sluice.chat import files
 from sluice.chat.files import PresignChatFile
-from sluice.config import DATABASE, get_settings
+from sluice.config import current
+from sluice.config.functions import ChatFilesFunction
 from sluice.observability import http_handler
 from sluice.wiring import chat_resources
 
@@ -40,7 +41,7 @@ app = build_resolver()
           responses=created(ChatFileOut))
 def upload_file(file: Annotated[UploadFile, File(description="The file.")]) -> Response[ChatFileOut]:
     p = principal(app)
-    fit_a_direct_upload(file.content, ceiling_mb=get_settings().chat_max_upload_size_mb,
+    fit_a_direct_upload(file.content, ceiling_mb=current(ChatFilesFunction).chat_max_upload_size_mb,
                         presigned_route="/files/uploads", larger="chat files")
     row = files.upload(chat_resources(), p, file.filename or "file", file.content)
     return respond(201, chat_file_view(row))
@@ -77,4 +78,4 @@ def file_pages(file_id: str, max: Annotated[int | None, Query(ge=1, le=1000)] = 
     return pages_view(files.pages(chat_resources(), p, file_id, max))
 
 
-handler = http_handler(app, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID"))
+handler = http_handler(app, settings=ChatFilesFunction)

@@ -10,7 +10,8 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from sluice.chat.worker import on_dead_letter, on_message
-from sluice.config import DATABASE, get_settings
+from sluice.config import current
+from sluice.config.functions import ChatWorkerFunction
 from sluice.observability import sqs_handler
 from sluice.wiring import chat_resources
 
@@ -26,11 +27,10 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> None:
             return deadline - time.monotonic()
         return float(lambda_context.get_remaining_time_in_millis()) / 1000
 
-    if record.event_source_arn == get_settings().chat_dlq_arn:
+    if record.event_source_arn == current(ChatWorkerFunction).chat_dlq_arn:
         on_dead_letter(chat_resources(), record.body)
     else:
         on_message(chat_resources(), record.body, time_left)
 
 
-handler = sqs_handler(record_handler, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID", "CHAT_QUEUE_URL",
-                                                "CHAT_DLQ_ARN"))
+handler = sqs_handler(record_handler, settings=ChatWorkerFunction)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from sluice.config import DATABASE
+from sluice.config.functions import ChunkFunction
 from sluice.ingest.events import read_message
 from sluice.ingest.routing import on_stage_artifact
 from sluice.observability import sqs_handler
@@ -16,4 +16,4 @@ def record_handler(record: SQSRecord) -> None:
         on_stage_artifact(stage_context(), item)
 
 
-handler = sqs_handler(record_handler, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID"))
+handler = sqs_handler(record_handler, settings=ChunkFunction)

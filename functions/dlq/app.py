@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from sluice.config import DATABASE, get_settings
+from sluice.config import current
+from sluice.config.functions import DeadLetterFunction
 from sluice.ingest.dead_letters import on_dead_letter
 from sluice.ingest.events import read_message
 from sluice.observability import sqs_handler
@@ -14,7 +15,7 @@ from sluice.wiring import stage_context
 
 def _stage_of(queue_arn: str) -> str:
     """Which stage a dead-letter queue belongs to, by the ARN the template hands over."""
-    s = get_settings()
+    s = current(DeadLetterFunction)
     return {s.ingest_dlq_arn: "parsing", s.chunk_dlq_arn: "chunking", s.embed_dlq_arn: "embedding"}.get(
         queue_arn, "processing")
 
@@ -25,4 +26,4 @@ def record_handler(record: SQSRecord) -> None:
         on_dead_letter(stage_context(), stage, item)
 
 
-handler = sqs_handler(record_handler, requires=(DATABASE, "INGEST_DLQ_ARN", "CHUNK_DLQ_ARN", "EMBED_DLQ_ARN"))
+handler = sqs_handler(record_handler, settings=DeadLetterFunction)

@@ -24,7 +24,8 @@ from sluice.api.views import (
     kb_ingestion_view,
 )
 from sluice.api.views_pools import PoolDocumentsOut, RecipientRemovedOut, pool_view, recipient_removed_view
-from sluice.config import DATABASE, get_settings
+from sluice.config import current
+from sluice.config.functions import DocumentsFunction
 from sluice.db.connection import transaction
 from sluice.ingest import documents
 from sluice.ingest.families import chat_only_extensions, kb_extensions, ocr_extensions
@@ -82,7 +83,7 @@ def document_file(doc_id: str) -> DownloadOut:
     p = principal(app)
     with transaction() as conn:
         doc = documents.get_document(conn, p, doc_id)
-    expires_in = get_settings().download_url_expires_seconds
+    expires_in = current(DocumentsFunction).download_url_expires_seconds
     return DownloadOut(url=documents.download_url(object_store(), doc, expires_in=expires_in),
                        expires_in=expires_in, filename=doc.filename)
 
@@ -139,4 +140,4 @@ def retry_document(doc_id: str) -> Response[DocumentOut]:
     return respond(202, document_view(doc))
 
 
-handler = http_handler(app, requires=(DATABASE, "SLUICE_BUCKET", "INGEST_QUEUE_URL"))
+handler = http_handler(app, settings=DocumentsFunction)

@@ -31,7 +31,8 @@ from sluice.api.views import (
 )
 from sluice.api.views_parsers import ParsersOut, parsers_view
 from sluice.api.views_vision import VisionModelsOut, vision_models_view
-from sluice.config import DATABASE, get_settings
+from sluice.config import current
+from sluice.config.functions import KbFunction
 from sluice.db.connection import transaction
 from sluice.embedding import load_catalog
 from sluice.ingest import documents
@@ -68,7 +69,7 @@ def vision_models() -> VisionModelsOut:
 @app.get("/rag/parsers", summary="The parsers and OCR this deployment can run (R-PARSE-7)")
 def parsers() -> ParsersOut:
     principal(app)
-    return parsers_view(get_settings().ocr_provider)
+    return parsers_view(current(KbFunction).ocr_provider)
 
 
 @app.get("/rag/text-search-languages", summary="The text search languages a base may choose (R-SRCH-7)")
@@ -144,4 +145,4 @@ def get_document(doc_id: str) -> DocumentOut:
     return document_view(doc)
 
 
-handler = http_handler(app, requires=(DATABASE,))
+handler = http_handler(app, settings=KbFunction)

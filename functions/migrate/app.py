@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.config import DATABASE
+from sluice.config.functions import MigrateFunction
 from sluice.db.connection import database_url
 from sluice.db.migrations import migrate
 from sluice.observability import logger, plain_handler
@@ -16,4 +16,4 @@ def apply(event: dict[str, Any]) -> dict[str, Any]:
     return {"applied": applied}
 
 
-handler = plain_handler(apply, requires=(DATABASE,))
+handler = plain_handler(apply, settings=MigrateFunction)

@@ -11,7 +11,8 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from sluice.chat import recovery as chat_recovery
-from sluice.config import DATABASE, get_settings
+from sluice.config import current
+from sluice.config.functions import ReaperFunction
 from sluice.db.connection import transaction
 from sluice.ingest.recovery import reap
 from sluice.observability import metrics, plain_handler
@@ -27,9 +28,8 @@ def sweep(event: dict[str, Any]) -> dict[str, int]:
     chat = asdict(chat_recovery.reap(chat_resources(), backlog=chat_queue_backlog))
     for name, value in chat.items():
         metrics.add_metric(name=f"StalledChat{name.title().replace('_', '')}", unit=MetricUnit.Count, value=value)
-    expired = expire_run_files(transaction, get_settings())
+    expired = expire_run_files(transaction, current(ReaperFunction))
     return {**reaped, **{f"chat_{name}": value for name, value in chat.items()}, "sync_runs_expired": expired}
 
 
-handler = plain_handler(sweep, requires=(DATABASE, "SLUICE_BUCKET", "INGEST_QUEUE_URL", "CHUNK_QUEUE_URL",
-                                         "EMBED_QUEUE_URL", "CHAT_QUEUE_URL"))
+handler = plain_handler(sweep, settings=ReaperFunction)

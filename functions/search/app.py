@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from sluice.api.http import build_resolver, principal
 from sluice.api.views import DiagnosticOut, FilterValuesOut, SearchOut, diagnostic_view, search_view
-from sluice.config import DATABASE
+from sluice.config.functions import SearchFunction
 from sluice.db.connection import transaction
 from sluice.observability import http_handler, metrics
 from sluice.search.service import (
@@ -61,4 +61,4 @@ def get_filter_values(name: str) -> FilterValuesOut:
     return FilterValuesOut(collection_name=name, organizational_units=units)
 
 
-handler = http_handler(app, requires=(DATABASE,))
+handler = http_handler(app, settings=SearchFunction)

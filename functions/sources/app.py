@@ -25,7 +25,7 @@ from sluice.api.views_sync import (
     source_view,
     sources_view,
 )
-from sluice.config import DATABASE
+from sluice.config.functions import SourcesFunction
 from sluice.observability import http_handler
 from sluice.sync import runs, sources
 from sluice.wiring import sync_context
@@ -152,4 +152,4 @@ def retry_failed(run_id: str) -> Response[SyncRunOut]:
     return respond(202, run_view(state))
 
 
-handler = http_handler(app, requires=(DATABASE, "SYNC_STATE_MACHINE_ARN"))
+handler = http_handler(app, settings=SourcesFunction)

@@ -8,7 +8,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from sluice.config import DATABASE
+from sluice.config.functions import SyncSchedulePlan, SyncScheduleStart
 from sluice.observability import logger, plain_handler, sqs_handler
 from sluice.sync.runs import queue_due_runs, start_if_due
 from sluice.wiring import sync_context
@@ -27,8 +27,8 @@ def start(record: SQSRecord) -> None:
     start_if_due(sync_context(), record.json_body)
 
 
-_plan = plain_handler(plan, requires=(DATABASE, "SYNC_DUE_QUEUE_URL"))
-_start = sqs_handler(start, requires=(DATABASE, "SYNC_STATE_MACHINE_ARN"))
+_plan = plain_handler(plan, settings=SyncSchedulePlan)
+_start = sqs_handler(start, settings=SyncScheduleStart)
 
 
 def handler(event: dict[str, Any], context: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.config import DATABASE
+from sluice.config.functions import SyncTaskFunction
 from sluice.observability import plain_handler
 from sluice.sync.tasks import run_task
 from sluice.wiring import sync_context
@@ -14,4 +14,4 @@ def work(event: dict[str, Any]) -> dict[str, Any]:
     return run_task(sync_context(), event)
 
 
-handler = plain_handler(work, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID"))
+handler = plain_handler(work, settings=SyncTaskFunction)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice import teardown
-from sluice.config import DATABASE
+from sluice.config.functions import TeardownFunction
 from sluice.observability import plain_handler
 from sluice.wiring import teardown_context
 
@@ -18,4 +18,4 @@ def run(event: dict[str, Any]) -> dict[str, Any]:
     return teardown.run_step(teardown_context(), event["step"], event["teardown_id"])
 
 
-handler = plain_handler(run, requires=(DATABASE, "SLUICE_BUCKET"))
+handler = plain_handler(run, settings=TeardownFunction)

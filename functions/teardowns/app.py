@@ -8,7 +8,8 @@ from sluice import teardown
 from sluice.api.http import build_resolver, principal, respond
 from sluice.api.responses import accepted
 from sluice.api.views_teardown import TeardownOut, teardown_view
-from sluice.config import DATABASE, get_settings
+from sluice.config import current
+from sluice.config.functions import TeardownsFunction
 from sluice.db.connection import transaction
 from sluice.observability import http_handler
 from sluice.wiring import teardown_workflow
@@ -21,7 +22,7 @@ app = build_resolver()
 def delete_kb(kb_id: str) -> Response[TeardownOut]:
     p = principal(app)
     with transaction() as conn:
-        td = teardown.request_base_teardown(conn, p, kb_id, get_settings())
+        td = teardown.request_base_teardown(conn, p, kb_id, current(TeardownsFunction))
     return respond(202, teardown_view(teardown.start_workflow(transaction, teardown_workflow(), td)))
 
 
@@ -30,7 +31,7 @@ def delete_kb(kb_id: str) -> Response[TeardownOut]:
 def delete_collection(name: str) -> Response[TeardownOut]:
     p = principal(app)
     with transaction() as conn:
-        td = teardown.request_collection_teardown(conn, p, name, get_settings())
+        td = teardown.request_collection_teardown(conn, p, name, current(TeardownsFunction))
     return respond(202, teardown_view(teardown.start_workflow(transaction, teardown_workflow(), td)))
 
 
@@ -42,4 +43,4 @@ def get_teardown(teardown_id: str) -> TeardownOut:
     return teardown_view(td)
 
 
-handler = http_handler(app, requires=(DATABASE, "TEARDOWN_STATE_MACHINE_ARN"))
+handler = http_handler(app, settings=TeardownsFunction)

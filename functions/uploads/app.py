@@ -18,7 +18,8 @@ from sluice.api.views_pools import (
     shared_accepted_view,
     shared_presigned_view,
 )
-from sluice.config import DATABASE, get_settings
+from sluice.config import current
+from sluice.config.functions import UploadsFunction
 from sluice.ingest.uploads import FileBytes, IntoBase, IntoSharedPool, PresignRequest, SharePresignRequest, accept
 from sluice.observability import http_handler
 from sluice.wiring import intake
@@ -37,7 +38,7 @@ def upload_document(
     ingestion: Annotated[str | None, Form(description="A JSON object of chunking settings for this document.")] = None,
 ) -> Response[AcceptedOut]:
     p = principal(app)
-    fit_a_direct_upload(file.content, ceiling_mb=get_settings().max_upload_size_mb,
+    fit_a_direct_upload(file.content, ceiling_mb=current(UploadsFunction).max_upload_size_mb,
                         presigned_route="/kb/{kb_id}/uploads")
     fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
                              document_date=document_date, ingestion=ingestion)
@@ -71,7 +72,8 @@ def share_document(
     ingestion: Annotated[str | None, Form(description="A JSON object of chunking settings for this document.")] = None,
 ) -> Response[SharedAcceptedOut]:
     p = principal(app)
-    fit_a_direct_upload(file.content, ceiling_mb=get_settings().max_upload_size_mb, presigned_route="/pools/uploads")
+    fit_a_direct_upload(file.content, ceiling_mb=current(UploadsFunction).max_upload_size_mb,
+                        presigned_route="/pools/uploads")
     fields = document_fields(organizational_unit=organizational_unit, document_type=document_type,
                              document_date=document_date, ingestion=ingestion)
     taken = accept(intake(), p, IntoSharedPool(recipients_field(recipients)),
@@ -87,4 +89,4 @@ def share_presigned(body: Annotated[SharePresignRequest, Body()]) -> Response[Sh
     return respond(202, shared_presigned_view(taken))
 
 
-handler = http_handler(app, requires=(DATABASE, "SLUICE_BUCKET", "SLUICE_KMS_KEY_ID"))
+handler = http_handler(app, settings=UploadsFunction)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sluice.config import Settings
+from sluice.config import PoolSettings
 from sluice.db import upload_quotas
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
@@ -52,7 +52,7 @@ _ON = frozenset({"true", "1", "yes", "on", "paused"})
 
 # --- the kill switch ----------------------------------------------------------------------------
 
-def indexing_paused(settings: Settings, read_parameter: ParameterReader | None = None) -> bool:
+def indexing_paused(settings: PoolSettings, read_parameter: ParameterReader | None = None) -> bool:
     """The kill switch: the ``INDEXING_PAUSED`` setting, or on AWS its SSM parameter (short cache)."""
     if settings.indexing_paused:
         return True
@@ -70,7 +70,7 @@ def indexing_paused(settings: Settings, read_parameter: ParameterReader | None =
     return value is not None and value.strip().lower() in _ON
 
 
-def check_indexing_open(settings: Settings, read_parameter: ParameterReader | None = None) -> None:
+def check_indexing_open(settings: PoolSettings, read_parameter: ParameterReader | None = None) -> None:
     if indexing_paused(settings, read_parameter):
         raise IndexingPausedError("Indexing is paused by the operator; search keeps working. Try again later.")
 
@@ -82,7 +82,7 @@ def pool_owners(kb: KnowledgeBase) -> list[str]:
     return [kb.owner_id] if kb.scope == "personal" and kb.owner_id is not None else []
 
 
-def admit(conn: Connection, owners: Sequence[str], documents: int, settings: Settings, *,
+def admit(conn: Connection, owners: Sequence[str], documents: int, settings: PoolSettings, *,
           shared: bool = False, via: Via = "upload") -> None:
     """Refuse ``documents`` new documents unless every owner's private pool has room and budget for
     them; otherwise count them for each owner.
@@ -119,7 +119,7 @@ def admit(conn: Connection, owners: Sequence[str], documents: int, settings: Set
         upload_quotas.record(conn, user, now, keep=DAY, count=documents)
 
 
-def _no_room(full: dict[str, int], documents: int, settings: Settings, *, shared: bool, unpacking: bool
+def _no_room(full: dict[str, int], documents: int, settings: PoolSettings, *, shared: bool, unpacking: bool
              ) -> DocCapReachedError:
     cap = settings.private_doc_cap
     names = list(full)
@@ -150,7 +150,7 @@ def _no_room(full: dict[str, int], documents: int, settings: Settings, *, shared
     return DocCapReachedError(message, details={"cap": cap, "held": held, "room": room, "requested": documents})
 
 
-def _too_many(waits: dict[str, float], settings: Settings, *, shared: bool, syncing: bool) -> RateLimitError:
+def _too_many(waits: dict[str, float], settings: PoolSettings, *, shared: bool, syncing: bool) -> RateLimitError:
     retry_after = max(1, math.ceil(max(waits.values())))
     if syncing:
         return RateLimitError(sync_deferral(settings), retry_after=retry_after)
@@ -182,7 +182,7 @@ def _retry_after(accepted: list[datetime], limit: int, wanted: int, window: time
     return (accepted[leaving - 1] + window - now).total_seconds()
 
 
-def _rate_wait(conn: Connection, user_id: str, documents: int, settings: Settings, now: datetime) -> float | None:
+def _rate_wait(conn: Connection, user_id: str, documents: int, settings: PoolSettings, now: datetime) -> float | None:
     """Seconds until ``documents`` more of the user's uploads fit both windows, or None if they fit now."""
     today = upload_quotas.accepted_since(conn, user_id, now - DAY)
     this_minute = [t for t in today if t > now - MINUTE]
@@ -199,13 +199,13 @@ def _rate_wait(conn: Connection, user_id: str, documents: int, settings: Setting
 # file the limits defer is not fetched and gets no row (so nothing remembers it as a failure): the run
 # reports it with this sentence, and the next run, finding nothing at its address, takes it.
 
-def sync_deferral(settings: Settings) -> str:
+def sync_deferral(settings: PoolSettings) -> str:
     return (f"Deferred: a private knowledge base takes at most {settings.upload_rate_per_minute} documents a "
             f"minute and {settings.upload_rate_per_day} a day from its owner's uploads and syncs together, and "
             "that is used up for now. The file was not fetched; the next run takes it.")
 
 
-def sync_deferred(conn: Connection, kb: KnowledgeBase, settings: Settings) -> str | None:
+def sync_deferred(conn: Connection, kb: KnowledgeBase, settings: PoolSettings) -> str | None:
     """Before a download: the deferral sentence if the owner's limits have no room for one more file now."""
     owners = pool_owners(kb)
     if not owners:

@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from sluice.config import get_settings
+from sluice.config import AwsSettings, BucketSettings, EncryptionSettings, current
 from sluice.storage.s3 import ObjectStore
 
 _lock = threading.Lock()
@@ -24,13 +24,12 @@ def client(service: str) -> Any:
     retries = Config(retries={"mode": "standard", "max_attempts": 5})
     config = retries.merge(Config(signature_version="s3v4")) if service == "s3" else retries
     with _lock:
-        return boto3.session.Session().client(service, endpoint_url=get_settings().aws_endpoint_url or None,
+        return boto3.session.Session().client(service, endpoint_url=current(AwsSettings).aws_endpoint_url or None,
                                               config=config)
 
 
 def object_store() -> ObjectStore:
-    s = get_settings()
-    return ObjectStore(client("s3"), s.bucket_name, s.kms_key_id)
+    return ObjectStore(client("s3"), current(BucketSettings).bucket_name, current(EncryptionSettings).kms_key_id)
 
 
 @lru_cache(maxsize=1)

@@ -1,6 +1,7 @@
 """Powertools Logger, Tracer and Metrics shared by every function (R-OPS-1), and the shapes of
-Lambda handler built on them: each checks at cold start that the variables its function needs
-are set (``sluice.config.require``), so a missing queue URL fails by name, not later as ''."""
+Lambda handler built on them: each reads its function's settings at cold start
+(``sluice.config.check``, the model ``sluice.config.functions`` composes), so a missing queue URL
+or a malformed number fails by name, not later as ''."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from sluice.config import get_settings, require
+from sluice import config
 
 logger = Logger(service="sluice")
 tracer = Tracer(service="sluice")
@@ -25,20 +26,20 @@ class Resolver(Protocol):
     def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]: ...
 
 
-def _checked_once(requires: tuple[str, ...]) -> Callable[[], None]:
+def _checked_once(settings: type[config.Section]) -> Callable[[], None]:
     checked: list[bool] = []
 
     def check() -> None:
         if not checked:
-            require(get_settings(), requires)
+            config.check(settings)
             checked.append(True)
 
     return check
 
 
-def http_handler(app: Resolver, *, requires: tuple[str, ...] = ()) -> Handler:
+def http_handler(app: Resolver, *, settings: type[config.Section]) -> Handler:
     """An API function's Lambda handler: the resolver's routes, logged, measured and traced."""
-    check = _checked_once(requires)
+    check = _checked_once(settings)
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
     @metrics.log_metrics
@@ -50,11 +51,11 @@ def http_handler(app: Resolver, *, requires: tuple[str, ...] = ()) -> Handler:
     return handler
 
 
-def sqs_handler(record_handler: Callable[[SQSRecord], None], *, requires: tuple[str, ...] = ()) -> Handler:
+def sqs_handler(record_handler: Callable[[SQSRecord], None], *, settings: type[config.Section]) -> Handler:
     """A queue function's Lambda handler: each record on its own, failed ones reported back
     (ReportBatchItemFailures) so only they are redelivered."""
     processor = BatchProcessor(event_type=EventType.SQS)
-    check = _checked_once(requires)
+    check = _checked_once(settings)
 
     @logger.inject_lambda_context
     @metrics.log_metrics
@@ -67,9 +68,9 @@ def sqs_handler(record_handler: Callable[[SQSRecord], None], *, requires: tuple[
     return handler
 
 
-def plain_handler(work: Callable[[dict[str, Any]], Any], *, requires: tuple[str, ...] = ()) -> Handler:
+def plain_handler(work: Callable[[dict[str, Any]], Any], *, settings: type[config.Section]) -> Handler:
     """A function invoked directly (a migration, a Step Functions task): logged, measured, traced."""
-    check = _checked_once(requires)
+    check = _checked_once(settings)
 
     @logger.inject_lambda_context
     @metrics.log_metrics

@@ -9,7 +9,24 @@ from typing import TYPE_CHECKING
 from sluice import aws
 from sluice.access.vision import ImageDescriptionChoice
 from sluice.bases import DefaultEmbedding
-from sluice.config import get_settings
+from sluice.config import (
+    ChatContextSettings,
+    ChatModelSettings,
+    ChatQueueSettings,
+    DefaultEmbeddingSettings,
+    EmbeddingSettings,
+    IngestQueueSettings,
+    IntakeSettings,
+    RerankerSettings,
+    StageQueueSettings,
+    StageSettings,
+    SyncContextSettings,
+    SyncDueQueueSettings,
+    SyncWorkflowSettings,
+    TeardownContextSettings,
+    TeardownWorkflowSettings,
+    current,
+)
 from sluice.db.connection import transaction
 from sluice.embedding import (
     Embedder,
@@ -19,7 +36,7 @@ from sluice.embedding import (
     build_embedder,
     find_model,
 )
-from sluice.embedding.rerank import Reranker, RerankerSettings, build_reranker
+from sluice.embedding.rerank import Reranker, build_reranker
 from sluice.ingest.recovery import StageQueues
 from sluice.ingest.runner import StageContext
 from sluice.ingest.uploads import Intake
@@ -47,21 +64,22 @@ def key_vault() -> SecretsManagerKeyVault:
 
 def embedder_for(spec: EmbeddingSpec) -> Embedder:
     bedrock = aws.client("bedrock-runtime") if spec.provider == "bedrock" else None
-    return build_embedder(spec, secrets=secret_reader(), bedrock_client=bedrock)
+    return build_embedder(spec, secrets=secret_reader(), bedrock_client=bedrock,
+                          batch_size=current(EmbeddingSettings).embed_batch_size)
 
 
 @lru_cache(maxsize=1)
 def reranker() -> Reranker | None:
     """The deployment's reranker (RERANKER_* settings), or None; built once per cold start."""
-    settings = RerankerSettings()
-    bedrock = aws.client("bedrock-agent-runtime") if settings.provider == "bedrock" else None
-    secrets = secret_reader() if settings.secret_id else None
+    settings = current(RerankerSettings)
+    bedrock = aws.client("bedrock-agent-runtime") if settings.reranker_provider == "bedrock" else None
+    secrets = secret_reader() if settings.reranker_secret_id else None
     return build_reranker(settings, bedrock_agent_client=bedrock, secrets=secrets)
 
 
 def default_embedding() -> DefaultEmbedding:
     """The deployment's default embedding, checked against the catalog (a typo fails by name)."""
-    settings = get_settings()
+    settings = current(DefaultEmbeddingSettings)
     entry = find_model(settings.default_embedding_provider, settings.default_embedding_model)
     return DefaultEmbedding(entry.provider, entry.model)
 
@@ -71,11 +89,11 @@ def object_store() -> ObjectStore:
 
 
 def job_queue() -> JobQueue:
-    return JobQueue(aws.client("sqs"), get_settings().ingest_queue_url)
+    return JobQueue(aws.client("sqs"), current(IngestQueueSettings).ingest_queue_url)
 
 
 def stage_queues() -> StageQueues:
-    s, sqs = get_settings(), aws.client("sqs")
+    s, sqs = current(StageQueueSettings), aws.client("sqs")
     return StageQueues(ingest=JobQueue(sqs, s.ingest_queue_url), chunk=JobQueue(sqs, s.chunk_queue_url),
                        embed=JobQueue(sqs, s.embed_queue_url))
 
@@ -94,13 +112,14 @@ def vision_model_for(choice: ImageDescriptionChoice) -> ChatModel:
 
 @lru_cache(maxsize=1)
 def stage_context() -> StageContext:
-    return StageContext(uow=transaction, store=aws.object_store(), settings=get_settings(),
+    return StageContext(uow=transaction, store=aws.object_store(), settings=current(StageSettings),
                         embedder_for=embedder_for, vision_model_for=vision_model_for)
 
 
 def intake() -> Intake:
     # Settings as they are now (the cached read): an operator's switch is seen without a restart.
-    return Intake(uow=transaction, store=object_store(), settings=get_settings(), read_parameter=aws.parameter_value)
+    return Intake(uow=transaction, store=object_store(), settings=current(IntakeSettings),
+                  read_parameter=aws.parameter_value)
 
 
 # --- source syncs (issue 14) ---------------------------------------------------------------------
@@ -109,10 +128,10 @@ def intake() -> Intake:
 def sync_context() -> SyncContext:
     """The sync service's adapters: the connectors open with each source's own secret, runs start on
     the sync state machine (SYNC_STATE_MACHINE_ARN), due runs are handed out on SYNC_DUE_QUEUE_URL."""
-    settings = get_settings()
-    executions = (StepFunctionsExecutions(aws.client("stepfunctions"), settings.sync_state_machine_arn)
-                  if settings.sync_state_machine_arn else None)
-    due_queue = JobQueue(aws.client("sqs"), settings.sync_due_queue_url) if settings.sync_due_queue_url else None
+    settings = current(SyncContextSettings)
+    arn, due = current(SyncWorkflowSettings).sync_state_machine_arn, current(SyncDueQueueSettings).sync_due_queue_url
+    executions = StepFunctionsExecutions(aws.client("stepfunctions"), arn) if arn else None
+    due_queue = JobQueue(aws.client("sqs"), due) if due else None
     return SyncContext(uow=transaction, store=aws.object_store(), settings=settings,
                        connectors=ConnectorOpener(settings, SecretValues(aws.client("secretsmanager"))),
                        executions=executions, vault=key_vault(), read_parameter=aws.parameter_value,
@@ -122,12 +141,12 @@ def sync_context() -> SyncContext:
 # --- teardowns (issue 15) ------------------------------------------------------------------------
 
 def teardown_context() -> TeardownContext:
-    return TeardownContext(uow=transaction, store=object_store(), settings=get_settings())
+    return TeardownContext(uow=transaction, store=object_store(), settings=current(TeardownContextSettings))
 
 
 def teardown_workflow() -> StepFunctionsWorkflow | None:
     """The teardown state machine (TEARDOWN_STATE_MACHINE_ARN), or None where none is configured."""
-    arn = get_settings().teardown_state_machine_arn
+    arn = current(TeardownWorkflowSettings).teardown_state_machine_arn
     return StepFunctionsWorkflow(aws.client("stepfunctions"), arn) if arn else None
 
 
@@ -137,20 +156,20 @@ def teardown_workflow() -> StepFunctionsWorkflow | None:
 def _chat_model_for(provider: str, model: str, base_url: str, secret_id: str) -> ChatModel | None:
     from sluice.llm import build_chat_model
 
-    settings = get_settings()
+    settings = current(ChatModelSettings)
     bedrock = aws.client("bedrock-runtime") if provider == "bedrock" else None
     return build_chat_model(settings, secrets=secret_reader() if secret_id else None, bedrock_client=bedrock)
 
 
 def chat_model() -> ChatModel | None:
     """The deployment's chat model (CHAT_MODEL_*), built once per configuration."""
-    s = get_settings()
+    s = current(ChatModelSettings)
     return _chat_model_for(s.chat_model_provider, s.chat_model, s.chat_model_base_url, s.chat_model_secret_id)
 
 
 def chat_queue_backlog() -> bool:
     """Whether the chat queue holds messages no worker has taken (the reaper waits for them)."""
-    return JobQueue(aws.client("sqs"), get_settings().chat_queue_url).waiting() > 0
+    return JobQueue(aws.client("sqs"), current(ChatQueueSettings).chat_queue_url).waiting() > 0
 
 
 def chat_resources() -> ChatResources:
@@ -158,10 +177,10 @@ def chat_resources() -> ChatResources:
     from sluice.chat.resources import ATTACHMENT_EMBEDDING, ChatResources
     from sluice.embedding.tokens import bundled_token_counter
 
-    settings = get_settings()
+    settings = current(ChatContextSettings)
 
     def send_job(message: dict[str, object]) -> None:
-        JobQueue(aws.client("sqs"), get_settings().chat_queue_url).send(message)
+        JobQueue(aws.client("sqs"), current(ChatQueueSettings).chat_queue_url).send(message)
 
     return ChatResources(uow=transaction, store=object_store(), settings=settings,
                          embedder=lambda: embedder_for(ATTACHMENT_EMBEDDING), tokens=bundled_token_counter,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import sluice.config.functions as functions_module
+from sluice.config import DATABASE, FUNCTIONS, DatabaseSettings, required_variables
 from sluice.local.template import Resolver, function_environment, load, parse
 from tests.cfn_lint import lint as cfn_lint
 
@@ -207,19 +209,60 @@ def test_secrets_are_read_only_when_sluice_binds_them(raw):
 
 
 def test_every_function_that_opens_the_database_may_read_its_secret(raw):
-    # A handler that opens the database says so (requires=(DATABASE, ...), checked at its cold start);
-    # with DatabaseSecretArn, opening it is a secret read.
+    # Every function's settings have the database (FunctionSettings, checked at its cold start); with
+    # DatabaseSecretArn, opening it is a secret read.
     opening = []
     for name, fn in raw["Resources"].items():
         if fn["Type"] != "AWS::Serverless::Function":
             continue
-        source = (ROOT / fn["Properties"]["CodeUri"] / "app.py").read_text()
-        if "requires=(DATABASE" in source:
+        if issubclass(FUNCTIONS[name], DatabaseSettings):
             opening.append(name)
             assert {"Ref": "DatabaseSecretReadPolicy"} in fn["Properties"]["Policies"], name
     # 12, the three of source syncs (SourcesFunction, SyncTask, SyncSchedule), the three of teardowns,
     # and the chat files and chat arrival functions split off the chat ones (README "Layers per need")
     assert len(opening) == 20
+
+
+def _undeclared(template) -> dict[str, list[str]]:
+    """Per function, the variables its settings require (sluice.config.functions) that the template
+    does not declare to it (its own or the Globals')."""
+    out = {}
+    for name, fn in template.functions.items():
+        declared = set(fn.environment)
+        wanted = [v for v in required_variables(FUNCTIONS[name])
+                  if not ({"DATABASE_URL", "DATABASE_SECRET_ID"} & declared if v == DATABASE else v in declared)]
+        if wanted:
+            out[name] = wanted
+    return out
+
+
+def test_every_variable_a_functions_settings_require_is_declared_to_it():
+    template = parse(TEMPLATE)
+    assert set(template.functions) == set(FUNCTIONS)
+    assert required_variables(FUNCTIONS["ReaperFunction"]) == (
+        DATABASE, "CHAT_QUEUE_URL", "INGEST_QUEUE_URL", "CHUNK_QUEUE_URL", "EMBED_QUEUE_URL", "SLUICE_BUCKET")
+    assert _undeclared(template) == {}
+
+
+def test_the_declaration_check_finds_a_variable_the_template_leaves_out():
+    template = parse(TEMPLATE)
+    documents = template.functions["DocumentsFunction"]
+    documents.environment.pop("INGEST_QUEUE_URL")
+    assert _undeclared(template) == {"DocumentsFunction": ["INGEST_QUEUE_URL"]}
+
+
+def test_each_handler_is_built_with_its_functions_settings():
+    """A handler checks at cold start the model of its own function (or, where one function has two
+    handlers, a model that requires no more than the function's)."""
+    import re
+
+    for name, fn in parse(TEMPLATE).functions.items():
+        source = (ROOT / fn.code_uri / "app.py").read_text()
+        named = re.findall(r"settings=(\w+)\)", source)
+        assert named, name
+        for model in named:
+            own = getattr(functions_module, model)
+            assert model == name or set(required_variables(own)) <= set(required_variables(FUNCTIONS[name])), name
 
 
 def test_traces_carry_no_responses_or_error_messages(raw):

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from sluice.api.http import check_json_values, validate
-from sluice.config import get_settings
+from sluice.config import UploadSettings, current
 from sluice.errors import FileTooLargeError, ValidationError
 from sluice.ingest.uploads import DocumentFields
 
@@ -27,7 +27,7 @@ def document_fields(**raw: str | None) -> DocumentFields:
 def fit_a_direct_upload(content: bytes, *, ceiling_mb: int, presigned_route: str, larger: str = "files") -> None:
     """Refuse a file in the request over the direct-upload limit (or over the ceiling, when that is
     lower), naming the presigned route that takes ``larger`` ones up to ``ceiling_mb``."""
-    limit = min(get_settings().direct_upload_max_bytes, ceiling_mb * 1024 * 1024)
+    limit = min(current(UploadSettings).direct_upload_max_bytes, ceiling_mb * 1024 * 1024)
     if len(content) > limit:
         raise FileTooLargeError(
             f"Direct uploads take files up to {limit // (1024 * 1024)} MB; for larger {larger} "

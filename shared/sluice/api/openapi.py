@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from sluice import __version__
 from sluice.api import operations
 from sluice.api.views import ErrorBody
+from sluice.config import AssetSettings, read
 
 OPENAPI_ENV = "SLUICE_OPENAPI_PATH"
 FILENAME = "openapi.json"
@@ -39,7 +39,7 @@ _ERROR_RESPONSES = {
 
 
 def document_path() -> Path:
-    override = os.environ.get(OPENAPI_ENV)
+    override = read(AssetSettings).openapi_path
     if override:
         return Path(override)
     return _REPO_DOCUMENT if _REPO_DOCUMENT.is_file() else _PACKAGED_DOCUMENT

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sluice.config import Settings
+from sluice.config import ChatContextSettings
 from sluice.db.connection import UnitOfWork
 from sluice.embedding import Embedder, EmbeddingSpec
 from sluice.embedding.tokens import TokenCounter
@@ -28,7 +28,7 @@ ATTACHMENT_EMBEDDING = EmbeddingSpec("local", "all-MiniLM-L6-v2", 384)
 class ChatResources:
     uow: UnitOfWork
     store: ObjectStore
-    settings: Settings
+    settings: ChatContextSettings
     embedder: Callable[[], Embedder]
     tokens: Callable[[], TokenCounter]
     chat_model: Callable[[], ChatModel | None]

@@ -20,7 +20,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from sluice.config import get_settings
+from sluice.config import DatabaseSettings, current
 
 # The pool's connections hand out rows as dicts.
 Connection = psycopg.Connection[dict[str, Any]]
@@ -47,7 +47,7 @@ def _url_from_secret(secret_id: str) -> str:
 
 
 def database_url() -> str:
-    settings = get_settings()
+    settings = current(DatabaseSettings)
     if settings.database_url:
         url = settings.database_url
     elif settings.database_secret_id:
@@ -108,7 +108,7 @@ def get_pool() -> ConnectionPool[Connection]:
     global _pool
     with _lock:
         if _pool is None:
-            _pool = new_pool(database_url(), get_settings().db_pool_max_size)
+            _pool = new_pool(database_url(), current(DatabaseSettings).db_pool_max_size)
         return _pool
 
 

@@ -3,12 +3,12 @@ the ``vector`` extension up to the version the server has installed."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import psycopg
 from psycopg.rows import dict_row
 
+from sluice.config import AssetSettings, read
 from sluice.db.connection import Connection
 
 _TRACKING = """
@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 
 
 def migrations_dir() -> Path:
-    env = os.environ.get("SLUICE_MIGRATIONS_DIR")
+    env = read(AssetSettings).migrations_dir
     if env:
         return Path(env)
     here = Path(__file__).resolve()

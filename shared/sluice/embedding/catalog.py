@@ -9,13 +9,13 @@ a Lambda layer, which has no ``infra/`` beside it).
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from sluice.config import AssetSettings, read
 from sluice.errors import ValidationError
 
 CATALOG_ENV = "SLUICE_CATALOG_PATH"
@@ -50,7 +50,7 @@ class CatalogModel:
 
 def catalog_path() -> Path:
     """The catalog file this process reads."""
-    override = os.environ.get(CATALOG_ENV)
+    override = read(AssetSettings).catalog_path
     if override:
         return Path(override)
     for candidate in (_REPO_CATALOG, _PACKAGED_CATALOG):

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from sluice.config import get_settings
+from sluice.config import EmbeddingSettings
 from sluice.embedding.bedrock import BedrockEmbedder
 from sluice.embedding.catalog import find_model
 from sluice.embedding.endpoints import NOT_HTTP, deployment_policy, guarded_http_client, http_host
@@ -32,6 +32,7 @@ def build_embedder(
     secrets: SecretReader | None = None,
     bedrock_client: Any = None,
     http_client: httpx.Client | None = None,
+    batch_size: int = EmbeddingSettings.model_fields["embed_batch_size"].default,
 ) -> Embedder:
     """The process's embedder for ``spec``, served by the clients given.
 
@@ -55,7 +56,6 @@ def build_embedder(
             _embedders.move_to_end(key)
             return hit[0]
 
-    batch_size = get_settings().embed_batch_size
     embedder: Embedder
     if spec.provider == "local":
         local_spec = EmbeddingSpec("local", spec.model, spec.dim)

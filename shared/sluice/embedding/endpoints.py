@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
-from sluice.config import get_settings
+from sluice.config import EndpointSettings, current
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -75,7 +75,7 @@ class EndpointPolicy:
 
 def deployment_policy() -> EndpointPolicy:
     """The policy this deployment's operator set (``EMBEDDING_ALLOWED_ENDPOINTS``)."""
-    return EndpointPolicy.parse(get_settings().embedding_allowed_endpoints)
+    return EndpointPolicy.parse(current(EndpointSettings).embedding_allowed_endpoints)
 
 
 def _normal_host(host: str) -> str:

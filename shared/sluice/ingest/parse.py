@@ -8,7 +8,7 @@ import uuid
 
 from sluice.access.vision import ImageDescriptionChoice
 from sluice.chunking import IngestionConfig, parser_options
-from sluice.config import Settings
+from sluice.config import UploadSettings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.documents import Document
@@ -35,7 +35,7 @@ def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
     run_stage(ctx, doc_id, attempt, "parsing", lambda doc: _parse(ctx, doc, attempt), on_final=refused)
 
 
-def too_large(settings: Settings) -> FileTooLargeError:
+def too_large(settings: UploadSettings) -> FileTooLargeError:
     return FileTooLargeError(
         f"The file is larger than the {settings.max_upload_size_mb} MB limit for knowledge-base documents."
     )

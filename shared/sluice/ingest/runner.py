@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sluice import jobs
 from sluice.access.vision import ImageDescriptionChoice
-from sluice.config import Settings
+from sluice.config import StageSettings
 from sluice.db import documents as doc_repo
 from sluice.db.connection import UnitOfWork
 from sluice.db.documents import Document
@@ -38,7 +38,7 @@ class StageContext:
 
     uow: UnitOfWork
     store: ObjectStore
-    settings: Settings
+    settings: StageSettings
     embedder_for: Callable[[EmbeddingSpec], Embedder]
     # A collection's vision model (R-PARSE-6), for the describe step; None where none can be built.
     vision_model_for: Callable[[ImageDescriptionChoice], ChatModel] | None = None

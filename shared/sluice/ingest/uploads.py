@@ -23,7 +23,7 @@ from sluice.access.shared import check_recipients, check_sharer
 from sluice.admission import ParameterReader, admit, check_indexing_open, pool_owners
 from sluice.bases import DefaultEmbedding, recipients_base
 from sluice.chunking import IngestionConfig, merge_override, parser_options
-from sluice.config import Settings
+from sluice.config import IntakeSettings, ParsingSettings, UploadSettings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db import recipients as recipient_repo
@@ -70,7 +70,7 @@ class Intake:
 
     uow: UnitOfWork
     store: ObjectStore
-    settings: Settings
+    settings: IntakeSettings
     # Reads the kill switch's SSM parameter, where the deployment names one (INDEXING_PAUSED_PARAMETER).
     read_parameter: ParameterReader | None = None
 
@@ -85,7 +85,7 @@ class Accepted:
     recipients: list[str] | None = None
 
 
-def _ceiling_error(settings: Settings) -> FileTooLargeError:
+def _ceiling_error(settings: UploadSettings) -> FileTooLargeError:
     return FileTooLargeError(
         f"The file is larger than the {settings.max_upload_size_mb} MB limit for knowledge-base documents.",
         details={"limit_bytes": settings.max_upload_bytes},
@@ -177,7 +177,7 @@ def accept(intake: Intake, p: Principal, into: Destination, payload: Payload) ->
     return Accepted(doc, recipients=recipients)
 
 
-def _destination(conn: Connection, settings: Settings, p: Principal, into: Destination,
+def _destination(conn: Connection, settings: IntakeSettings, p: Principal, into: Destination,
                  recipients: list[str] | None) -> tuple[KnowledgeBase, list[str]]:
     """The base the row is filed in, and the private pools the upload enters."""
     if isinstance(into, IntoBase):
@@ -196,7 +196,7 @@ def _destination(conn: Connection, settings: Settings, p: Principal, into: Desti
     return kb, recipients
 
 
-def documents_in(kind: FileKind, data: bytes, settings: Settings) -> int:
+def documents_in(kind: FileKind, data: bytes, settings: ParsingSettings) -> int:
     """How many documents an upload becomes: itself, and for an archive each member it unpacks (R-ARC-2)."""
     if kind.family != "archive":
         return 1

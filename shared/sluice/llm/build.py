@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from sluice.config import Settings
+from sluice.config import ChatModelSettings
 from sluice.embedding.endpoints import NOT_HTTP, deployment_policy, guarded_http_client, http_host
 from sluice.embedding.protocol import SecretReader
 from sluice.llm.bedrock import BedrockChatModel
@@ -19,7 +19,7 @@ class ChatModelSettingError(ValueError):
     """The deployment's chat-model settings cannot work (a missing model name, a base URL that is no URL)."""
 
 
-def build_chat_model(settings: Settings, *, secrets: SecretReader | None = None, bedrock_client: Any = None,
+def build_chat_model(settings: ChatModelSettings, *, secrets: SecretReader | None = None, bedrock_client: Any = None,
                      http_client: httpx.Client | None = None) -> ChatModel | None:
     """``None`` for CHAT_MODEL_PROVIDER=none; otherwise the deployment's configured model."""
     provider = settings.chat_model_provider

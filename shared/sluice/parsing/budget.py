@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from sluice.config import ParsingSettings
 from sluice.parsing.document import PageText, ParsedDocument
 
 
@@ -27,7 +28,7 @@ class ParseBudget:
     memory_mb: int
 
     @classmethod
-    def from_settings(cls, settings: Any) -> ParseBudget:
+    def from_settings(cls, settings: ParsingSettings) -> ParseBudget:
         return cls(
             max_chars=settings.parsed_text_max_chars,
             pdf_max_pages=settings.pdf_max_pages,

@@ -57,7 +57,9 @@ def split_languages(languages: str) -> list[str]:
 
 def tessdata_dir() -> str | None:
     """The folder holding Tesseract's language data: TESSDATA_PREFIX, else the usual places."""
-    prefix = os.environ.get("TESSDATA_PREFIX")
+    from sluice.config import AssetSettings, read
+
+    prefix = read(AssetSettings).tessdata_prefix
     candidates = [prefix, os.path.join(prefix, "tessdata")] if prefix else []
     for pattern in _TESSDATA_GLOBS:
         candidates.extend(sorted(glob.glob(pattern), reverse=True))  # the newest version first
@@ -142,9 +144,9 @@ def tesseract_languages() -> frozenset[str]:
     SLUICE_OCR_LANGUAGES) to the functions that validate a collection's parser
     and answer GET /rag/parsers; where it declares nothing (no layer, the local runtime, sam local),
     the machine's installed language data is what it reads."""
-    from sluice.config import get_settings
+    from sluice.config import OcrSettings, current
 
-    declared = get_settings().ocr_languages
+    declared = current(OcrSettings).ocr_languages
     if declared:
         return frozenset(code for code in re.split(r"[\s,+]+", declared) if code)
     return installed_languages(tessdata_dir())
@@ -153,9 +155,9 @@ def tesseract_languages() -> frozenset[str]:
 def available_languages() -> frozenset[str] | None:
     """What the deployment's engine reads: Tesseract's languages, or None (the engine decides, as
     Textract does). Checked where a collection's ``ocr_languages`` is validated."""
-    from sluice.config import get_settings
+    from sluice.config import OcrSettings, current
 
-    if get_settings().ocr_provider == "textract":
+    if current(OcrSettings).ocr_provider == "textract":
         return None
     return tesseract_languages()
 
@@ -163,9 +165,9 @@ def available_languages() -> frozenset[str] | None:
 def engine_for(provider: str | None = None, **options: Any) -> OcrEngine:
     """The deployment's OCR engine: ``provider``, else the ``ocr_provider`` setting."""
     if provider is None:
-        from sluice.config import get_settings
+        from sluice.config import OcrSettings, current
 
-        provider = get_settings().ocr_provider
+        provider = current(OcrSettings).ocr_provider
     if provider == "tesseract":
         return TesseractEngine()
     if provider == "textract":

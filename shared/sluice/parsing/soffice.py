@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from sluice.config import AssetSettings, read
 from sluice.errors import ParseError
 
 SOFFICE_PATH_ENV = "SOFFICE_PATH"
@@ -56,7 +57,7 @@ log = logging.getLogger(__name__)
 def find_soffice() -> str | None:
     """The LibreOffice program to run, or None where there is none; raises ``ParseError`` when
     ``$SOFFICE_PATH`` names something that is not one."""
-    configured = os.environ.get(SOFFICE_PATH_ENV, "").strip()
+    configured = read(AssetSettings).soffice_path.strip()
     if configured:
         program = _program_from(Path(configured))
         if program is None:

@@ -289,7 +289,7 @@ def _default_client() -> Any:
     import boto3
     from botocore.config import Config
 
-    from sluice.config import get_settings
+    from sluice.config import AwsSettings, current
 
     config = Config(
         retries={"mode": "standard", "max_attempts": 1},
@@ -298,7 +298,7 @@ def _default_client() -> Any:
         max_pool_connections=MAX_CONCURRENCY,
     )
     return boto3.session.Session().client(
-        "textract", endpoint_url=get_settings().aws_endpoint_url or None, config=config
+        "textract", endpoint_url=current(AwsSettings).aws_endpoint_url or None, config=config
     )
 
 
@@ -312,9 +312,9 @@ def textract_engine(
     """The Textract engine. Unset arguments come from the settings: TEXTRACT_MAX_CONCURRENCY (calls at once)
     and TEXTRACT_SECONDS (one document's pages with their retries); ``retry`` (tests) replaces the backoff,
     its ``total_seconds`` then being the deadline."""
-    from sluice.config import get_settings
+    from sluice.config import OcrSettings, current
 
-    settings = get_settings()
+    settings = current(OcrSettings)
     concurrency = max_concurrency if max_concurrency is not None else settings.textract_max_concurrency
     if retry is None:
         seconds = deadline if deadline is not None else settings.textract_seconds

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from sluice.access.keys import KeyVault
 from sluice.admission import ParameterReader
-from sluice.config import Settings
+from sluice.config import SyncContextSettings
 from sluice.db.connection import UnitOfWork
 from sluice.storage import ObjectStore
 from sluice.sync.connectors import ConnectorOpener
@@ -58,7 +58,7 @@ class DueQueue(Protocol):
 class SyncContext:
     uow: UnitOfWork
     store: ObjectStore
-    settings: Settings
+    settings: SyncContextSettings
     connectors: ConnectorOpener
     executions: Executions | None = None
     vault: KeyVault | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from sluice.config import Settings
+from sluice.config import SyncSettings
 from sluice.db import sync_runs as runs
 from sluice.db.connection import UnitOfWork
 
@@ -23,7 +23,7 @@ EXPIRED_NOTE = ("This run's file list was removed: a source keeps the file lists
                 "SYNC_RUN_FILES_KEEP_RUNS runs. Its totals stay.")
 
 
-def expire_run_files(uow: UnitOfWork, settings: Settings) -> int:
+def expire_run_files(uow: UnitOfWork, settings: SyncSettings) -> int:
     """Delete the file rows of the runs past each source's latest few; returns how many runs."""
     with uow() as conn:
         due = runs.expirable(conn, keep=settings.sync_run_files_keep_runs, limit=RUNS_PER_SWEEP)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from sluice.config import Settings
+from sluice.config import SyncSettings
 from sluice.errors import UnprocessableError
 
 T = TypeVar("T")
@@ -36,7 +36,7 @@ def schedule_period(expression: str) -> timedelta:
     return int(m.group(1)) * _UNIT[m.group(2).rstrip("s")]
 
 
-def checked_schedule(expression: str | None, settings: Settings) -> str | None:
+def checked_schedule(expression: str | None, settings: SyncSettings) -> str | None:
     """The schedule as stored, or a 422 naming ``schedule``."""
     if expression is None:
         return None

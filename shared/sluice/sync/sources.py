@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sluice.access import can_write, resolve_base, resolve_collection
 from sluice.access.keys import PROVIDER_TAG, KeyVault, key_visible, tenant_mismatch
-from sluice.config import Settings
+from sluice.config import SyncContextSettings
 from sluice.db import document_claims as claims
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db import sync_runs as runs
@@ -159,7 +159,7 @@ def _connector(name: str) -> type[Connector]:
     return cls
 
 
-def _checked_config(cls: type[Connector], config: dict[str, Any], settings: Settings) -> dict[str, Any]:
+def _checked_config(cls: type[Connector], config: dict[str, Any], settings: SyncContextSettings) -> dict[str, Any]:
     refusal = cls.validate_config(config, settings)
     if refusal is not None:
         field = f"config.{refusal.field}" if refusal.field else "config"
@@ -171,7 +171,7 @@ def _checked_config(cls: type[Connector], config: dict[str, Any], settings: Sett
     return cls.parse_config(config).model_dump(mode="json")
 
 
-def _check_credential(p: Principal, vault: KeyVault | None, settings: Settings, cls: type[Connector],
+def _check_credential(p: Principal, vault: KeyVault | None, settings: SyncContextSettings, cls: type[Connector],
                       config: dict[str, Any], secret_id: str | None, kb: KnowledgeBase) -> None:
     """The credential of a source of ``kb``: a secret the caller may lend, of the connector's kind and
     ``kb``'s tenant's (``tenant_mismatch``, which every run asks again) - or, for a bucket the operator
@@ -199,7 +199,7 @@ def _check_credential(p: Principal, vault: KeyVault | None, settings: Settings, 
             "secret_id": f"The secret does not belong to this base's tenant: {why}."})
 
 
-def _room_for_a_source(conn: Connection, kb: KnowledgeBase, settings: Settings) -> None:
+def _room_for_a_source(conn: Connection, kb: KnowledgeBase, settings: SyncContextSettings) -> None:
     """A base has at most SYNC_MAX_SOURCES_PER_BASE sources: 409 with the cap's code (R-ERR-1) past it."""
     held = repo.lock_kb_sources(conn, kb.id)
     cap = settings.sync_max_sources_per_base
@@ -227,7 +227,7 @@ def _audit(conn: Connection, action: str, p: Principal, source: SyncSource, kb: 
 
 # --- changes ---------------------------------------------------------------------------------------
 
-def create_source(conn: Connection, p: Principal, kb_id: str, body: CreateSyncSource, *, settings: Settings,
+def create_source(conn: Connection, p: Principal, kb_id: str, body: CreateSyncSource, *, settings: SyncContextSettings,
                   vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
     kb = resolve_base(conn, p, kb_id, write=True)
     cls = _connector(body.connector)
@@ -243,7 +243,7 @@ def create_source(conn: Connection, p: Principal, kb_id: str, body: CreateSyncSo
 
 
 def update_source(conn: Connection, p: Principal, kb_id: str, source_id: str, body: UpdateSyncSource, *,
-                  settings: Settings, vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
+                  settings: SyncContextSettings, vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
     source, kb = get_source(conn, p, kb_id, source_id, for_update=True)
     given = body.model_fields_set
     if "collection_name" in given and body.collection_name != kb.collection_name:
@@ -294,7 +294,7 @@ def _target_base(conn: Connection, p: Principal, collection_name: str | None, kb
     return bases[0]
 
 
-def _check_carried(p: Principal, vault: KeyVault | None, settings: Settings, source: SyncSource,
+def _check_carried(p: Principal, vault: KeyVault | None, settings: SyncContextSettings, source: SyncSource,
                    target: KnowledgeBase) -> None:
     """A source carried to another base (a repoint, a clone) is checked as if created there: its config
     by today's rules (it may predate them), its credential as the caller's to lend and the target's."""
@@ -304,7 +304,7 @@ def _check_carried(p: Principal, vault: KeyVault | None, settings: Settings, sou
 
 
 def repoint_source(conn: Connection, p: Principal, source_id: str, body: RepointSyncSource, *,
-                   settings: Settings, vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
+                   settings: SyncContextSettings, vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
     """Move a source to another base (its audience changes: the audit names the base it left).
 
     Its claims are released: the documents it brought stay in the base they are in, no longer
@@ -323,8 +323,8 @@ def repoint_source(conn: Connection, p: Principal, source_id: str, body: Repoint
     return moved, target
 
 
-def clone_source(conn: Connection, p: Principal, source_id: str, body: CloneSyncSource, *, settings: Settings,
-                 vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
+def clone_source(conn: Connection, p: Principal, source_id: str, body: CloneSyncSource, *,
+                 settings: SyncContextSettings, vault: KeyVault | None) -> tuple[SyncSource, KnowledgeBase]:
     """A copy of a source feeding another base: the same config and secret reference, a new audience."""
     source, _ = reachable_source(conn, p, source_id)
     target = _target_base(conn, p, body.collection_name, body.kb_id)

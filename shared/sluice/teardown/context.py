@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sluice.config import Settings
+from sluice.config import TeardownContextSettings
 from sluice.db.connection import UnitOfWork
 from sluice.storage import ObjectStore
 
@@ -21,4 +21,4 @@ class Workflow(Protocol):
 class TeardownContext:
     uow: UnitOfWork
     store: ObjectStore
-    settings: Settings
+    settings: TeardownContextSettings

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sluice.access import can_write, resolve_base, resolve_collection
-from sluice.config import Settings
+from sluice.config import TeardownSettings
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db import name_locks
 from sluice.db import teardowns as td_repo
@@ -52,7 +52,7 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _take_name(conn: Connection, name: str, settings: Settings) -> None:
+def _take_name(conn: Connection, name: str, settings: TeardownSettings) -> None:
     if not name_locks.take(conn, name, wait_seconds=settings.teardown_request_wait_seconds):
         raise NameBusyError("A write to this collection is still running; try again shortly.",
                             retry_after=RETRY_AFTER_SECONDS)
@@ -61,7 +61,7 @@ def _take_name(conn: Connection, name: str, settings: Settings) -> None:
                             retry_after=RETRY_AFTER_SECONDS * 12)
 
 
-def request_base_teardown(conn: Connection, p: Principal, kb_id: str, settings: Settings) -> Teardown:
+def request_base_teardown(conn: Connection, p: Principal, kb_id: str, settings: TeardownSettings) -> Teardown:
     """``DELETE /kb/{kb_id}``: one base the caller writes (a default one is cleared)."""
     kb = resolve_base(conn, p, kb_id, write=True)
     _take_name(conn, kb.collection_name, settings)
@@ -70,7 +70,7 @@ def request_base_teardown(conn: Connection, p: Principal, kb_id: str, settings: 
     return _tear_down(conn, kb.collection_name, [kb], requested_by=p.user_id, named=kb.id)
 
 
-def request_collection_teardown(conn: Connection, p: Principal, name: str, settings: Settings) -> Teardown:
+def request_collection_teardown(conn: Connection, p: Principal, name: str, settings: TeardownSettings) -> Teardown:
     """``DELETE /rag/collections/{name}``: every base on the name the caller writes.
 
     A base on the name the caller cannot write stays, and with it the table (only the
@@ -81,7 +81,7 @@ def request_collection_teardown(conn: Connection, p: Principal, name: str, setti
     return _tear_down(conn, name, _locked(conn, p, bases), requested_by=p.user_id)
 
 
-def request_operator_drop(conn: Connection, name: str, settings: Settings, *, kb_id: str | None = None,
+def request_operator_drop(conn: Connection, name: str, settings: TeardownSettings, *, kb_id: str | None = None,
                           requested_by: str = OPERATOR) -> Teardown:
     """``sluice drop NAME [--knowledge-base ID]``: the operator's drop, through the same teardown.
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sluice.access.keys import PROVIDER_TAG, tenant_mismatch
-from sluice.config import Settings
+from sluice.config import SyncContextSettings
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.db.sync_sources import SyncSource
 from sluice.sync.connectors.base import (
@@ -88,7 +88,7 @@ class ConnectorOpener:
     now does not run because it was saved before: the connector's config rules are asked again.
     """
 
-    settings: Settings
+    settings: SyncContextSettings
     secrets: Any  # SecretValues, or a test's stand-in
     client_factory: ClientFactory = field(default=default_client)
 

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from sluice.config import Settings
+from sluice.config import SyncContextSettings
 from sluice.sync.remote_names import destination
 
 log = logging.getLogger("sluice.sync")
@@ -119,7 +119,7 @@ class Connector(ABC):
     CHANGE_SIGNAL: ClassVar[str]
 
     @classmethod
-    def validate_config(cls, config: Mapping[str, Any], settings: Settings) -> ConfigRefusal | None:
+    def validate_config(cls, config: Mapping[str, Any], settings: SyncContextSettings) -> ConfigRefusal | None:
         """None when ``config`` is acceptable in this deployment, else the refusal and the field it names."""
         refusal = credential_refusal(config)
         if refusal is not None:
@@ -133,7 +133,7 @@ class Connector(ABC):
         return cls.check(model, settings)
 
     @classmethod
-    def check(cls, model: BaseModel, settings: Settings) -> ConfigRefusal | None:
+    def check(cls, model: BaseModel, settings: SyncContextSettings) -> ConfigRefusal | None:
         """A connector's own rules beyond its model's fields, in this deployment (none by default).
 
         Asked when a config is written and again by every run before it lists, so a config
@@ -147,7 +147,7 @@ class Connector(ABC):
 
     @classmethod
     @abstractmethod
-    def open(cls, config: BaseModel, credential: str | None, *, external_id: str, settings: Settings,
+    def open(cls, config: BaseModel, credential: str | None, *, external_id: str, settings: SyncContextSettings,
              client_factory: Any) -> Connector:
         """A connector for one run: ``credential`` is the source's secret value (None: it names none)."""
 

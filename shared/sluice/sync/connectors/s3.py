@@ -26,7 +26,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sluice.config import Settings
+from sluice.config import SyncContextSettings
 from sluice.sync.connectors.base import ConfigRefusal, ListedPage, ObjectStoreConnector, RemoteFile, SourceRefused
 
 SECRET_KIND = "aws_credentials"  # noqa: S105 - the kind of secret, not one
@@ -162,7 +162,7 @@ class S3Connector(ObjectStoreConnector):
         self._s3 = client
 
     @classmethod
-    def check(cls, model: BaseModel, settings: Settings) -> ConfigRefusal | None:
+    def check(cls, model: BaseModel, settings: SyncContextSettings) -> ConfigRefusal | None:
         """The deployment's own buckets hold every tenant's documents and chat files: no source reads one,
         whatever its credential could reach (a same-account key pair, the function's own role)."""
         assert isinstance(model, S3Config)
@@ -171,7 +171,7 @@ class S3Connector(ObjectStoreConnector):
         return None
 
     @classmethod
-    def open(cls, config: BaseModel, credential: str | None, *, external_id: str, settings: Settings,
+    def open(cls, config: BaseModel, credential: str | None, *, external_id: str, settings: SyncContextSettings,
              client_factory: Any) -> S3Connector:
         assert isinstance(config, S3Config)
         if credential is None:
