@@ -190,3 +190,82 @@ def test_no_import_cycle_at_any_level():
 def test_the_cycle_check_finds_a_hidden_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+# Settings are read at the composition root and the edges only (issue 31): domain code is handed the
+# sections it needs. The root and edges: sluice.config (their home), wiring, the handler shapes
+# (observability, which checks a function's model at cold start), the command line and the local
+# runtime; and these adapters, each reading the one section of what it adapts.
+SETTINGS_READERS = {"config", "wiring", "observability", "cli", "local"}
+SETTINGS_ADAPTERS = {
+    "sluice.aws": "AWS clients: where AWS is, the bucket and its key",
+    "sluice.db.connection": "the database's URL, secret, proxy and pool size",
+    "sluice.db.migrations": "where the migration files are (AssetSettings)",
+    "sluice.api.forms": "the direct-upload limit of a Lambda request, at the HTTP edge",
+    "sluice.api.openapi": "where the committed OpenAPI document is (AssetSettings)",
+    "sluice.embedding.catalog": "where the model catalog is (AssetSettings)",
+    "sluice.embedding.local": "where the exported ONNX models are, and the inference threads",
+    "sluice.embedding.tokens": "where the bundled model's tokenizer is (AssetSettings)",
+    "sluice.embedding.endpoints": "the operator's endpoint policy, read by the guarded HTTP client",
+    "sluice.parsing.ocr": "the deployment's OCR engine and Tesseract's languages and data",
+    "sluice.parsing.textract": "Textract's endpoint, concurrency and deadline",
+    "sluice.parsing.soffice": "where LibreOffice is (AssetSettings)",
+}
+# os.environ itself, beyond sluice.config: a process's environment handed on, or a library's switch.
+ENVIRON_USERS = {
+    "sluice.parsing.isolation": "copies the variables the parse child needs into its environment",
+    "sluice.parsing.legacy_word": "hands LibreOffice the environment with a HOME of its own",
+    "sluice.embedding.local": "turns off the tokenizers library's own thread pool (a switch, not a setting)",
+}
+_READS = {"get_settings", "current", "read"}
+
+
+def _settings_reads(name: str, tree: ast.AST) -> list[str]:
+    """Where a module reads settings or the environment itself: os.environ / os.getenv, a call of
+    get_settings / current / read from sluice.config, or the whole Settings imported."""
+    from_config = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   and node.module == "sluice.config" for a in node.names}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                and node.attr in ("environ", "getenv"):
+            found.append(f"{name}:{node.lineno} reads os.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module == "os" and {"environ", "getenv"} & {
+                a.name for a in node.names}:
+            found.append(f"{name}:{node.lineno} imports os.environ")
+        elif isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id in _READS & from_config) or (
+                    isinstance(f, ast.Attribute) and f.attr in _READS and isinstance(f.value, ast.Name)
+                    and f.value.id == "config"):
+                found.append(f"{name}:{node.lineno} reads settings")
+    if "Settings" in from_config:
+        found.append(f"{name} imports the whole Settings")
+    return found
+
+
+def test_settings_are_read_only_at_the_root_and_the_edges():
+    wrong: list[str] = []
+    for name, path in _module_files():
+        if _top(name) in SETTINGS_READERS:
+            continue
+        for finding in _settings_reads(name, ast.parse(path.read_text(encoding="utf-8"))):
+            environ = "os." in finding
+            allowed = ENVIRON_USERS if environ else SETTINGS_ADAPTERS
+            if name not in allowed:
+                wrong.append(finding)
+    assert not wrong, "\n".join(wrong)
+    # Each allowance is still needed: one that reads nothing any more is taken off the list.
+    reading = {name for name, path in _module_files() for f in _settings_reads(name, ast.parse(path.read_text()))}
+    assert set(SETTINGS_ADAPTERS) | set(ENVIRON_USERS) <= reading
+
+
+def test_the_settings_check_finds_each_kind_of_read():
+    caught = _settings_reads("m", ast.parse(
+        "import os\nfrom sluice.config import Settings, current, get_settings\nfrom sluice import config\n"
+        "a = os.environ.get('X')\nb = get_settings().x\nc = current(PoolSettings)\nd = config.read(S)\n"
+        "e = os.getenv('Y')\n"))
+    assert sorted(caught) == ["m imports the whole Settings", "m:4 reads os.environ", "m:5 reads settings",
+                              "m:6 reads settings", "m:7 reads settings", "m:8 reads os.getenv"]
+    assert _settings_reads("m", ast.parse("from sluice.config import PoolSettings\n"
+                                          "def f(s: PoolSettings): return vault.read(s.x), current(1)\n")) == []

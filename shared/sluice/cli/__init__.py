@@ -77,6 +77,7 @@ def _pgvector_line(url: str) -> str:
 def _local_env(args: argparse.Namespace) -> int:
     import json
 
+    from sluice.config import MissingSettingError
     from sluice.local.runtime import project_root
     from sluice.local.samenv import NotExposedError, TrackedFileError, for_sam, write_env_file
 
@@ -85,7 +86,7 @@ def _local_env(args: argparse.Namespace) -> int:
         env = for_sam(data_dir, args.host)
         if args.out:
             write_env_file(Path(args.out), env)
-    except (FileNotFoundError, NotExposedError, TrackedFileError) as exc:
+    except (FileNotFoundError, NotExposedError, TrackedFileError, MissingSettingError) as exc:
         print(f"sluice local env: {exc}", file=sys.stderr)
         return 2
     if args.out:

@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from sluice.cli import main
+from sluice.config import MissingSettingError
 from sluice.local.expose import PASSWORD_FILE
 from sluice.local.runtime import LocalRuntime, free_port
 from sluice.local.samenv import NotExposedError, for_sam, write_state
@@ -107,6 +108,19 @@ def test_env_refuses_a_stack_that_is_not_exposed(tmp_path: Path, capsys: pytest.
     assert "sluice local up --expose" in capsys.readouterr().err
     assert main(["local", "env", "--for-sam", "--data-dir", str(tmp_path / "never-started")]) == 2
     assert "start the stack first" in capsys.readouterr().err
+
+
+def test_env_refuses_a_state_without_a_variable_a_function_requires(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]):
+    # The documents function's settings require INGEST_QUEUE_URL (IngestQueueSettings): an env file
+    # without it would start a container that refuses its first event.
+    documents = {"SLUICE_BUCKET": "b", "INGEST_QUEUE_URL": ""}
+    write_state(tmp_path, functions={"KbFunction": {}, "DocumentsFunction": documents}, moto_port=4566,
+                database_url="host=/tmp dbname=sluice", expose="127.0.0.1", pg_port=5433)
+    with pytest.raises(MissingSettingError, match=r"\(DocumentsFunction needs INGEST_QUEUE_URL\)"):
+        for_sam(tmp_path)
+    assert main(["local", "env", "--for-sam", "--data-dir", str(tmp_path)]) == 2
+    assert "DocumentsFunction needs INGEST_QUEUE_URL" in capsys.readouterr().err
 
 
 def _listening(port: int) -> bool:
