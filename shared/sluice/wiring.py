@@ -84,8 +84,10 @@ def default_embedding() -> DefaultEmbedding:
     return DefaultEmbedding(entry.provider, entry.model)
 
 
+@lru_cache(maxsize=1)
 def object_store() -> ObjectStore:
-    return stage_context().store
+    """The document bucket's SSE-KMS store, one per process, shared by every context."""
+    return aws.object_store()
 
 
 def job_queue() -> JobQueue:
@@ -112,7 +114,7 @@ def vision_model_for(choice: ImageDescriptionChoice) -> ChatModel:
 
 @lru_cache(maxsize=1)
 def stage_context() -> StageContext:
-    return StageContext(uow=transaction, store=aws.object_store(), settings=current(StageSettings),
+    return StageContext(uow=transaction, store=object_store(), settings=current(StageSettings),
                         embedder_for=embedder_for, vision_model_for=vision_model_for)
 
 
@@ -132,7 +134,7 @@ def sync_context() -> SyncContext:
     arn, due = current(SyncWorkflowSettings).sync_state_machine_arn, current(SyncDueQueueSettings).sync_due_queue_url
     executions = StepFunctionsExecutions(aws.client("stepfunctions"), arn) if arn else None
     due_queue = JobQueue(aws.client("sqs"), due) if due else None
-    return SyncContext(uow=transaction, store=aws.object_store(), settings=settings,
+    return SyncContext(uow=transaction, store=object_store(), settings=settings,
                        connectors=ConnectorOpener(settings, SecretValues(aws.client("secretsmanager"))),
                        executions=executions, vault=key_vault(), read_parameter=aws.parameter_value,
                        due_queue=due_queue)
@@ -192,6 +194,7 @@ def reset() -> None:
     with _lock:
         _chat_model_for.cache_clear()
         stage_context.cache_clear()
+        object_store.cache_clear()
         secret_reader.cache_clear()
         key_vault.cache_clear()
         reranker.cache_clear()

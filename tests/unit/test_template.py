@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import sluice.config.functions as functions_module
+from sluice import config
 from sluice.config import DATABASE, FUNCTIONS, DatabaseSettings, required_variables
 from sluice.local.template import Resolver, function_environment, load, parse
 from tests.cfn_lint import lint as cfn_lint
@@ -249,6 +250,34 @@ def test_the_declaration_check_finds_a_variable_the_template_leaves_out():
     documents = template.functions["DocumentsFunction"]
     documents.environment.pop("INGEST_QUEUE_URL")
     assert _undeclared(template) == {"DocumentsFunction": ["INGEST_QUEUE_URL"]}
+
+
+# What each builder of sluice.wiring reads: a function whose handler calls it has those sections, so
+# they are read and checked at its cold start, not at its first event.
+BUILDERS = {"stage_context": config.StageSettings, "intake": config.IntakeSettings,
+            "sync_context": config.SyncContextSettings, "teardown_context": config.TeardownContextSettings,
+            "chat_resources": config.ChatContextSettings, "job_queue": config.IngestQueueSettings,
+            "stage_queues": config.StageQueueSettings, "teardown_workflow": config.TeardownWorkflowSettings,
+            "reranker": config.RerankerSettings, "default_embedding": config.DefaultEmbeddingSettings,
+            "chat_queue_backlog": config.ChatQueueSettings, "embedder_for": config.EmbeddingSettings,
+            "object_store": config.BucketSettings}
+
+
+def test_a_functions_settings_hold_what_the_builders_its_handler_calls_read():
+    import re
+
+    import sluice.wiring
+
+    seen = set()
+    for name, fn in parse(TEMPLATE).functions.items():
+        source = (ROOT / fn.code_uri / "app.py").read_text()
+        imported = re.search(r"from sluice\.wiring import ([\w, ]+)", source)
+        for builder in (imported.group(1).replace(" ", "").split(",") if imported else []):
+            if builder in BUILDERS:
+                seen.add(builder)
+                assert issubclass(FUNCTIONS[name], BUILDERS[builder]), (name, builder)
+    assert seen == set(BUILDERS)
+    assert set(BUILDERS) <= set(vars(sluice.wiring))
 
 
 def test_each_handler_is_built_with_its_functions_settings():

@@ -25,6 +25,7 @@ from sluice.config.sections import (
     DatabaseSettings,
     DeadLetterSettings,
     DefaultEmbeddingSettings,
+    EmbeddingSettings,
     EncryptionSettings,
     EndpointSettings,
     IngestQueueSettings,
@@ -52,12 +53,12 @@ class UploadsFunction(IntakeSettings, FunctionSettings, BucketSettings, Encrypti
     pass
 
 
-class DocumentsFunction(IntakeSettings, FunctionSettings, BucketSettings, IngestQueueSettings):
+class DocumentsFunction(FunctionSettings, BucketSettings, IngestQueueSettings):
     """A document's detail and download link, and a retry sent to the ingest queue."""
 
 
-class SearchFunction(FunctionSettings, RerankerSettings, EndpointSettings):
-    pass
+class SearchFunction(FunctionSettings, EmbeddingSettings, EndpointSettings, RerankerSettings):
+    """A query is embedded with the collection's model, its candidates reranked by the deployment's."""
 
 
 class SourcesFunction(SyncContextSettings, FunctionSettings, SyncWorkflowSettings):
