@@ -19,7 +19,7 @@ from sluice.api import operations
 from sluice.api.views import ErrorBody
 from sluice.config import AssetSettings, read
 
-OPENAPI_ENV = "SLUICE_OPENAPI_PATH"
+OPENAPI_ENV = AssetSettings.model_fields["openapi_path"].alias
 FILENAME = "openapi.json"
 _REPO_DOCUMENT = Path(__file__).resolve().parents[3] / "infra" / FILENAME
 # Inside the Lambda layer the build copies infra/ beside the package (Makefile, build-SluiceLayer).

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 from sluice.config import AssetSettings, read
 from sluice.errors import ValidationError
 
-CATALOG_ENV = "SLUICE_CATALOG_PATH"
+CATALOG_ENV = AssetSettings.model_fields["catalog_path"].alias
 CATALOG_FILENAME = "embedding_models.json"
 PROVIDERS = ("local", "openai", "bedrock")
 

@@ -32,8 +32,8 @@ from sluice.errors import EmbeddingModelNotServedError, EmbeddingResponseError
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 MINILM = "all-MiniLM-L6-v2"
-MODEL_DIR_ENV = "SLUICE_MODEL_DIR"
-THREADS_ENV = "SLUICE_EMBED_THREADS"
+MODEL_DIR_ENV = AssetSettings.model_fields["model_dir"].alias
+THREADS_ENV = AssetSettings.model_fields["embed_threads"].alias
 MODEL_FILENAME = "model.onnx"
 TOKENIZER_FILENAME = "tokenizer.json"
 MANIFEST_FILENAME = "sluice_model.json"

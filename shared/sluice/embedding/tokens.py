@@ -16,7 +16,7 @@ from sluice.config import AssetSettings, read
 
 TOKENIZER_FILENAME = "tokenizer.json"
 # Where an operator (or a build that ships the tokenizer elsewhere) points at one.
-TOKENIZER_ENV = "SLUICE_TOKENIZER_PATH"
+TOKENIZER_ENV = AssetSettings.model_fields["tokenizer_path"].alias
 # The bundled tokenizer pads and truncates at 128; a count must see every token, so both go,
 # and the text is encoded in slices so a five-million-character document is not one allocation.
 _SLICE_CHARS = 200_000

@@ -32,7 +32,7 @@ from typing import IO, Any
 from sluice.config import AssetSettings, read
 from sluice.errors import ParseError
 
-SOFFICE_PATH_ENV = "SOFFICE_PATH"
+SOFFICE_PATH_ENV = AssetSettings.model_fields["soffice_path"].alias
 # Where Lambda mounts a function's layers; tests point it elsewhere.
 LAYER_ROOT = Path("/opt")
 LAYER_ARCHIVES = ("lo.tar.br", "lo.tar.gz", "lo.tar.xz")
