@@ -121,7 +121,8 @@ def loaded(loaded_url):
 @pytest.fixture
 def iterative_server(conn) -> None:
     if not table_facts(conn, COLLECTION).iterative_scan:
-        pytest.skip("the server runs pgvector < 0.8: `make install` builds 0.8 from ../shared/vendor (README)")
+        pytest.skip("the server runs pgvector < 0.8: `make install` builds 0.8 from ../shared/vendor or a clone "
+                    "of the tagged release (README)")
 
 
 def exact_top(vectors: np.ndarray, mask: np.ndarray, q: np.ndarray, k: int) -> list[int]:
