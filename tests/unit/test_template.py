@@ -229,9 +229,7 @@ def _undeclared(template) -> dict[str, list[str]]:
     does not declare to it (its own or the Globals')."""
     out = {}
     for name, fn in template.functions.items():
-        declared = set(fn.environment)
-        wanted = [v for v in required_variables(FUNCTIONS[name])
-                  if not ({"DATABASE_URL", "DATABASE_SECRET_ID"} & declared if v == DATABASE else v in declared)]
+        wanted = config.unset(FUNCTIONS[name], set(fn.environment).__contains__)
         if wanted:
             out[name] = wanted
     return out

@@ -10,6 +10,7 @@ template's names). Domain code is handed its sections; only the composition root
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import TypeVar
 
 from sluice.config.contexts import (
@@ -64,7 +65,7 @@ __all__ = [
     "RerankerSettings", "Section", "Settings", "StageQueueSettings", "StageSettings", "SyncContextSettings",
     "SyncDueQueueSettings", "SyncSettings", "SyncWorkflowSettings", "TeardownContextSettings", "TeardownSettings",
     "TeardownWorkflowSettings", "UploadSettings", "check", "current", "get_settings", "read", "required_variables",
-    "reset_settings",
+    "reset_settings", "unset",
 ]
 
 S = TypeVar("S", bound=Section)
@@ -111,16 +112,15 @@ def reset_settings() -> None:
         _cache.clear()
 
 
-def missing(settings: Section) -> list[str]:
-    """The required variables of ``settings``'s model that are empty."""
-    fields = type(settings).model_fields
-    by_alias = {field.alias: name for name, field in fields.items()}
+def unset(model: type[Section], is_set: Callable[[str], bool]) -> list[str]:
+    """The variables ``model`` requires that ``is_set`` says are not: of a function's parsed settings
+    (``check``), of `sam local`'s env file, of what the template declares. DATABASE is either of two."""
     out = []
-    for name in required_variables(type(settings)):
+    for name in required_variables(model):
         if name == DATABASE:
-            if not (getattr(settings, "database_url", "") or getattr(settings, "database_secret_id", "")):
+            if not (is_set("DATABASE_URL") or is_set("DATABASE_SECRET_ID")):
                 out.append("DATABASE_URL or DATABASE_SECRET_ID")
-        elif not getattr(settings, by_alias[name]):
+        elif not is_set(name):
             out.append(name)
     return out
 
@@ -128,6 +128,8 @@ def missing(settings: Section) -> list[str]:
 def check(model: type[Section]) -> None:
     """Read ``model`` (a malformed value fails here, by name) and refuse to run without every variable
     it requires set (non-empty)."""
-    absent = missing(current(model))
+    settings = current(model)
+    by_alias = {field.alias: name for name, field in model.model_fields.items()}
+    absent = unset(model, lambda alias: bool(getattr(settings, by_alias[alias])))
     if absent:
         raise MissingSettingError("This function needs " + ", ".join(absent) + " set; see template.yaml.")

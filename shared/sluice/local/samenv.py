@@ -14,10 +14,11 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from sluice.config import DATABASE, FUNCTIONS, MissingSettingError, required_variables
+from sluice.config import FUNCTIONS, MissingSettingError, unset
 from sluice.local.expose import database_password, tcp_url
 from sluice.local.template import Resolver, Template
 
@@ -92,16 +93,19 @@ def for_sam(data_dir: Path, host: str = DEFAULT_HOST) -> dict[str, dict[str, str
     return out
 
 
+def _filled(variables: Mapping[str, str], name: str) -> bool:
+    return bool(variables.get(name))
+
+
 def _refuse_what_a_function_would_refuse(env: dict[str, dict[str, str]]) -> None:
     """A function's required variables (its settings' sections) empty in the file would stop it at
     its first event under `sam local`: say so now, naming them, instead of writing the file."""
     absent = {}
     for function, variables in env.items():
         model = FUNCTIONS.get(function)
-        if model is not None:
-            empty = [v for v in required_variables(model) if v != DATABASE and not variables.get(v)]
-            if empty:
-                absent[function] = empty
+        empty = unset(model, partial(_filled, variables)) if model else []
+        if empty:
+            absent[function] = empty
     if absent:
         named = "; ".join(f"{fn} needs {', '.join(names)}" for fn, names in sorted(absent.items()))
         raise MissingSettingError(f"the local stack's state lacks what its functions require ({named}): "
