@@ -30,6 +30,7 @@ from sluice.config.sections import (
     EndpointSettings,
     IngestQueueSettings,
     OcrSettings,
+    PoolSettings,
     RerankerSettings,
     Section,
     StageQueueSettings,
@@ -53,8 +54,9 @@ class UploadsFunction(IntakeSettings, FunctionSettings, BucketSettings, Encrypti
     pass
 
 
-class DocumentsFunction(FunctionSettings, BucketSettings, IngestQueueSettings):
-    """A document's detail and download link, and a retry sent to the ingest queue."""
+class DocumentsFunction(FunctionSettings, BucketSettings, IngestQueueSettings, PoolSettings):
+    """A document's detail and download link, and a retry sent to the ingest queue (admitted as an upload
+    is: the kill switch, the pool's limits, DOCUMENT_MAX_RETRIES)."""
 
 
 class SearchFunction(FunctionSettings, EmbeddingSettings, EndpointSettings, RerankerSettings):

@@ -159,6 +159,10 @@ class PoolSettings(Section):
     upload_rate_per_day: int = Field(50, alias="UPLOAD_RATE_PER_DAY")
     # How many users one document may be shared with in one upload.
     pool_max_recipients: int = Field(50, alias="POOL_MAX_RECIPIENTS")
+    # How often one failed document may be retried (R-DOC-5). Each retry re-runs the whole pipeline, OCR
+    # (Textract) included, and is counted as an upload; three cover a provider outage and a fixed
+    # credential, and past them re-uploading (counted and checked again) is the way.
+    document_max_retries: int = Field(3, ge=0, alias="DOCUMENT_MAX_RETRIES")
 
 
 # --- parsing -----------------------------------------------------------------------------------
