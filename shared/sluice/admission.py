@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sluice.config import PoolSettings
-from sluice.db import upload_quotas
+from sluice.config import OcrSettings, PoolSettings
+from sluice.db import ocr_usage, upload_quotas
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.errors import ConflictError, DocCapReachedError, IndexingPausedError, RateLimitError, ValidationError
@@ -264,3 +264,30 @@ def sync_deferred(conn: Connection, kb: KnowledgeBase, settings: PoolSettings) -
         return None
     now = upload_quotas.clock(conn)
     return sync_deferral(settings) if _rate_wait(conn, owners[0], 1, settings, now) is not None else None
+
+
+# --- OCR spend (issue 37) -----------------------------------------------------------------------
+# Every page OCR reads is a Textract call (or a Tesseract page of CPU), whoever's base it is in: org
+# and app bases too. A tenant (an organization, or a user outside one) gets OCR_PAGES_PER_TENANT_PER_DAY
+# pages a UTC day. A parse reads what is left before it starts and reads at most that many pages
+# (sluice.parsing.ocr ``plan_ocr`` says so in a note), then counts what it recognised: documents parsed
+# at the same moment may together pass the budget by what each found left, never more.
+
+def ocr_tenant(org_id: str | None, user_id: str | None, kb_id: object) -> str:
+    """Whose OCR budget a document spends: its organization's, else its uploader's, else its base's."""
+    if org_id:
+        return f"org:{org_id}"
+    return f"user:{user_id}" if user_id else f"base:{kb_id}"
+
+
+def ocr_pages_left(conn: Connection, tenant: str, settings: OcrSettings) -> int | None:
+    """Pages the tenant may still have OCR'd today; None where the deployment sets no budget."""
+    budget = settings.ocr_pages_per_tenant_per_day
+    if budget <= 0:
+        return None
+    return max(0, budget - ocr_usage.pages_today(conn, tenant))
+
+
+def count_ocr_pages(conn: Connection, tenant: str, pages: int) -> None:
+    if pages > 0:
+        ocr_usage.add(conn, tenant, pages)

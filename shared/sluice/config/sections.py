@@ -193,6 +193,14 @@ class OcrSettings(Section):
     # function's limit is 300 s, the parse child's PARSE_TIMEOUT_SECONDS 120 of them).
     textract_max_concurrency: int = Field(4, ge=1, le=32, alias="TEXTRACT_MAX_CONCURRENCY")
     textract_seconds: float = Field(120, gt=0, le=280, alias="TEXTRACT_SECONDS")
+    # OCR spend (issue 37): a writer chooses ``ocr: force`` and ``max_pages`` up to 10,000 per upload, and
+    # every page is a Textract call (or a Tesseract page of CPU). The operator's ceiling on the pages one
+    # document is OCR'd (the collection's default, 1,000); whether ``force`` (every page, text or not)
+    # may be asked for at all; and the pages one tenant (an organization, or a user outside one) may
+    # have OCR'd a day, org and app bases included: 20,000 is about $30 of Textract a day. 0: no budget.
+    ocr_max_pages_per_document: int = Field(1000, ge=0, le=10_000, alias="OCR_MAX_PAGES_PER_DOCUMENT")
+    ocr_force_allowed: bool = Field(True, alias="OCR_FORCE_ALLOWED")
+    ocr_pages_per_tenant_per_day: int = Field(20_000, ge=0, alias="OCR_PAGES_PER_TENANT_PER_DAY")
 
 
 # --- embedding ---------------------------------------------------------------------------------

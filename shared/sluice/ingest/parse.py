@@ -7,6 +7,7 @@ import hashlib
 import uuid
 
 from sluice.access.vision import ImageDescriptionChoice
+from sluice.admission import count_ocr_pages, ocr_pages_left, ocr_tenant
 from sluice.chunking import IngestionConfig, parser_options
 from sluice.config import UploadSettings
 from sluice.db import documents as doc_repo
@@ -20,7 +21,7 @@ from sluice.ingest.runner import StageContext, run_stage
 from sluice.llm.catalog import find_chat_model
 from sluice.parsing import extract_isolated, sniff
 from sluice.parsing.images import ImageOptions
-from sluice.parsing.ocr import OCR_OFF_HINT, engine_for
+from sluice.parsing.ocr import OCR_OFF_HINT, engine_for, plan_ocr
 from sluice.parsing.options import DEFAULT_OPTIONS, ParserOptions
 from sluice.storage import content_key
 
@@ -48,8 +49,10 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     if size > ctx.settings.max_upload_bytes:
         raise too_large(ctx.settings)
     parser = _parser_options(ctx, doc)
+    tenant = ocr_tenant(doc.org_id, doc.uploaded_by, doc.kb_id)
+    parser, ocr_notes = _within_ocr_limits(ctx, parser, tenant)
     kind = kb_kind(sniff(data, doc.filename), ocr=parser.ocr_on)
-    kind_notes = [kind.note] if kind.note else []
+    kind_notes = ([kind.note] if kind.note else []) + ocr_notes
     with ctx.uow() as conn:
         if not doc_repo.update(conn, doc.id, expect_attempt=attempt, filetype=kind.mime, filesize=size,
                                content_hash=hashlib.sha256(data).hexdigest(), parse_notes=kind_notes or None):
@@ -67,6 +70,10 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
         else:
             parsed = extract_isolated(data, kind, ctx.budget, images, parser, engine)
     except ScannedPdfError as exc:
+        if parser.ocr_on and parser.ocr_limit_note is not None:
+            # Not silently unreadable: the operator's limit is why OCR did not read it (issue 37).
+            raise ScannedPdfError(f"{exc.message}. {parser.ocr_limit_note.format(pages='nothing was read')}"
+                                  ) from None
         if parser.ocr_on:
             raise
         # R-PARSE-7: in a collection the sentence says what would read it.
@@ -74,6 +81,7 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     with ctx.uow() as conn:
         doc_repo.update(conn, doc.id, expect_attempt=attempt, parse_notes=(kind_notes + parsed.notes) or None,
                         parser=parsed.parser, ocr_pages=parsed.ocr_pages)
+        count_ocr_pages(conn, tenant, parsed.ocr_pages or 0)
     if parsed.images or parsed.images_over_cap or parsed.images_unreadable:
         # The describe step (sluice.ingest.describe) puts the descriptions in and writes the rest.
         write_images(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
@@ -87,6 +95,18 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     # The readable copy outlives the stage artifact, which a lifecycle rule expires.
     ctx.store.put(content_key(doc.id), parsed.text.encode(), content_type="text/plain; charset=utf-8")
     write_parsed(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
+
+
+def _within_ocr_limits(ctx: StageContext, parser: ParserOptions, tenant: str) -> tuple[ParserOptions, list[str]]:
+    """The collection's OCR within the operator's limits (issue 37): force allowed, the pages a document
+    and what is left of the tenant's day (sluice.parsing.ocr ``plan_ocr``), and the notes that say so."""
+    if not parser.ocr_on:
+        return parser, []
+    s = ctx.settings
+    with ctx.uow() as conn:
+        left = ocr_pages_left(conn, tenant, s)
+    return plan_ocr(parser, force_allowed=s.ocr_force_allowed, max_pages_per_document=s.ocr_max_pages_per_document,
+                    pages_left_today=left, pages_per_day=s.ocr_pages_per_tenant_per_day)
 
 
 def _parser_options(ctx: StageContext, doc: Document) -> ParserOptions:
