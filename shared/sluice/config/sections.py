@@ -179,6 +179,10 @@ class ParsingSettings(Section):
     archive_max_member_bytes: int = Field(50 * MIB, alias="ARCHIVE_MAX_MEMBER_BYTES")
     parse_timeout_seconds: int = Field(120, alias="PARSE_TIMEOUT_SECONDS")
     parse_memory_mb: int = Field(1536, alias="PARSE_MEMORY_MB")
+    # One deadline for a whole parse (issue 37): the Lambda's remaining time less this margin, kept back
+    # to write the parsed text and the row after the children and Textract (a 50 MB text to S3, a few
+    # statements); the first child, Textract and the second child all stop within it.
+    parse_deadline_margin_seconds: int = Field(20, ge=1, alias="PARSE_DEADLINE_MARGIN_SECONDS")
 
 
 class OcrSettings(Section):

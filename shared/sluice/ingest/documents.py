@@ -217,7 +217,8 @@ def delete_shared(conn: Connection, p: Principal, doc_id: str) -> Removal:
 def stored_objects(doc: Document) -> list[str]:
     """Every object Sluice holds for a document: the file, its text, its stage artifacts."""
     keys = [content_key(doc.id)]
-    stages = ("parsed", "chunks", "images")  # images: a PDF's, for the describe step (R-PARSE-6)
+    # images: a PDF's, for the describe step (R-PARSE-6); ocr: the pages Textract recognised
+    stages = ("parsed", "chunks", "images", "ocr")
     keys += [stage_key(stage, doc.id, n) for stage in stages for n in range(1, doc.attempt + 1)]
     if doc.storage_path:
         keys.append(doc.storage_path)

@@ -4,6 +4,8 @@ into the parsed-text artifact (an archive is unpacked instead, ``archive``)."""
 from __future__ import annotations
 
 import hashlib
+import json
+import time
 import uuid
 
 from sluice.access.vision import ImageDescriptionChoice
@@ -22,8 +24,9 @@ from sluice.llm.catalog import find_chat_model
 from sluice.parsing import extract_isolated, sniff
 from sluice.parsing.images import ImageOptions
 from sluice.parsing.ocr import OCR_OFF_HINT, engine_for, plan_ocr
+from sluice.parsing.ocr_engine import OcrEngine
 from sluice.parsing.options import DEFAULT_OPTIONS, ParserOptions
-from sluice.storage import content_key
+from sluice.storage import ObjectStore, content_key, stage_key
 
 
 def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
@@ -61,14 +64,16 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
         unpack_archive(ctx, doc, attempt, data, kind)
         return
     images = _image_options(ctx, doc) if kind.kind == "pdf" else None
+    until = _deadline(ctx)
     # The engine only when OCR is on: off, nothing about OCR is looked up or loaded.
-    engine = engine_for(ctx.settings.ocr_provider) if parser.ocr_on else None
+    engine = _engine(ctx, until) if parser.ocr_on else None
     try:
         if images is None and parser == DEFAULT_OPTIONS:
             # The defaults (pymupdf, OCR off, no image description): the call it always was.
-            parsed = extract_isolated(data, kind, ctx.budget)
+            parsed = extract_isolated(data, kind, ctx.budget, until=until)
         else:
-            parsed = extract_isolated(data, kind, ctx.budget, images, parser, engine)
+            parsed = extract_isolated(data, kind, ctx.budget, images, parser, engine, until=until,
+                                      recognised=StoredPages(ctx.store, stage_key("ocr", doc.id, attempt)))
     except ScannedPdfError as exc:
         if parser.ocr_on and parser.ocr_limit_note is not None:
             # Not silently unreadable: the operator's limit is why OCR did not read it (issue 37).
@@ -95,6 +100,38 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     # The readable copy outlives the stage artifact, which a lifecycle rule expires.
     ctx.store.put(content_key(doc.id), parsed.text.encode(), content_type="text/plain; charset=utf-8")
     write_parsed(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
+
+
+def _deadline(ctx: StageContext) -> float | None:
+    """The whole parse's deadline on ``time.monotonic()`` (issue 37): the invocation's remaining time
+    less PARSE_DEADLINE_MARGIN_SECONDS, shared by the first child, Textract and the second child, so a
+    parse ends with a sentence before the function is killed (and redelivered to pay again)."""
+    if ctx.time_left_ms is None:
+        return None
+    return time.monotonic() + ctx.time_left_ms() / 1000 - ctx.settings.parse_deadline_margin_seconds
+
+
+def _engine(ctx: StageContext, until: float | None) -> OcrEngine:
+    provider = ctx.settings.ocr_provider
+    return engine_for(provider, until=until) if provider == "textract" else engine_for(provider)
+
+
+class StoredPages:
+    """The pages Textract recognised in one attempt, kept at ``stage/ocr/<doc>.<attempt>.json`` (the
+    stage prefix's lifecycle expires it): a redelivered parse reads them instead of sending them again."""
+
+    def __init__(self, store: ObjectStore, key: str) -> None:
+        self.store = store
+        self.key = key
+
+    def load(self) -> dict[int, str]:
+        if self.store.head(self.key) is None:
+            return {}
+        return {int(n): str(text) for n, text in json.loads(self.store.get(self.key)).items()}
+
+    def keep(self, pages: dict[int, str]) -> None:
+        self.store.put(self.key, json.dumps({str(n): t for n, t in pages.items()}).encode(),
+                       content_type="application/json")
 
 
 def _within_ocr_limits(ctx: StageContext, parser: ParserOptions, tenant: str) -> tuple[ParserOptions, list[str]]:
