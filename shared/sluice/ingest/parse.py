@@ -75,10 +75,6 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
             parsed = extract_isolated(data, kind, ctx.budget, images, parser, engine, until=until,
                                       recognised=StoredPages(ctx.store, stage_key("ocr", doc.id, attempt)))
     except ScannedPdfError as exc:
-        if parser.ocr_on and parser.ocr_limit_note is not None:
-            # Not silently unreadable: the operator's limit is why OCR did not read it (issue 37).
-            raise ScannedPdfError(f"{exc.message}. {parser.ocr_limit_note.format(pages='nothing was read')}"
-                                  ) from None
         if parser.ocr_on:
             raise
         # R-PARSE-7: in a collection the sentence says what would read it.

@@ -303,9 +303,9 @@ FORCE_OFF = ("OCR force is turned off by this deployment's operator (OCR_FORCE_A
 
 
 def budget_spent(per_day: int) -> str:
-    """The sentence for a tenant whose daily OCR pages are spent."""
-    return (f"OCR stopped: this account's OCR budget of {_pages(per_day)} a day (OCR_PAGES_PER_TENANT_PER_DAY) is "
-            "spent until midnight UTC; retry the document then")
+    """The note for a tenant whose daily OCR pages are spent, with ``{pages}`` for what was left out."""
+    return (f"OCR stopped at this account's budget of {_pages(per_day)} a day (OCR_PAGES_PER_TENANT_PER_DAY), "
+            "spent until midnight UTC: {pages}; retry the document then")
 
 
 def plan_ocr(parser: ParserOptions, *, force_allowed: bool, max_pages_per_document: int,
@@ -327,7 +327,7 @@ def plan_ocr(parser: ParserOptions, *, force_allowed: bool, max_pages_per_docume
                 "{pages}")
     if pages_left_today is not None and pages_left_today < limit:
         limit = max(0, pages_left_today)
-        note = f"{budget_spent(pages_per_day)}. {{pages}}"
+        note = budget_spent(pages_per_day)
     return replace(parser, max_pages=limit, ocr_limit_note=note), notes
 
 

@@ -15,8 +15,8 @@ from tests.ocr_samples import needs_tesseract
 
 CEILING_NOTE = ("OCR stopped at this deployment's limit of 1 page a document (OCR_MAX_PAGES_PER_DOCUMENT): "
                 "1 page that needed it was not recognised")
-BUDGET_NOTE = ("OCR stopped: this account's OCR budget of 3 pages a day (OCR_PAGES_PER_TENANT_PER_DAY) is spent "
-               "until midnight UTC; retry the document then. 1 page that needed it was not recognised")
+BUDGET_NOTE = ("OCR stopped at this account's budget of 3 pages a day (OCR_PAGES_PER_TENANT_PER_DAY), spent until "
+               "midnight UTC: 1 page that needed it was not recognised; retry the document then")
 
 
 def settle(h, doc_id):
@@ -71,4 +71,7 @@ def test_the_daily_ocr_budget_per_tenant_is_spent_with_a_sentence(harness):
     # spent: a scan that OCR cannot read now fails saying why, not as an unreadable file
     third = settle(h, h.upload("three.pdf", SCAN))
     assert third.status == "error"
-    assert "OCR budget of 3 pages a day (OCR_PAGES_PER_TENANT_PER_DAY) is spent" in third.error_message
+    assert third.error_message == (
+        "Scanned PDF — 2 pages found but no text could be extracted (OCR: OCR stopped at this account's budget of "
+        "3 pages a day (OCR_PAGES_PER_TENANT_PER_DAY), spent until midnight UTC: 2 pages that needed it were not "
+        "recognised; retry the document then)")
