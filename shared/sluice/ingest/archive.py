@@ -37,9 +37,11 @@ def unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes, 
                  if m.kind is not None and m.skipped_reason is None]
     with ctx.uow() as conn:
         kb = kb_repo.get(conn, doc.kb_id) if doc.kb_id else None
-        current = doc_repo.get(conn, doc.id, for_update=True)
-        if kb is None or current is None or not current.is_current(attempt):
+        if kb is None:
             return
+        current = doc_repo.get(conn, doc.id, for_update=True)
+        if current is None or not current.is_current(attempt):
+            raise StaleEvent(str(doc.id))  # deleted (a teardown) or moved on: nothing is filed after it
         # A redelivered unpack finds some members already written: only the new ones need room.
         new_members = len(child_ids) - doc_repo.count_existing(conn, child_ids)
         shared = kb.scope == RECIPIENTS
