@@ -33,7 +33,9 @@ def test_each_variable_has_one_home():
         for name in vars(cls).get("__annotations__", {}):
             if name != "REQUIRES":
                 homes.setdefault(cls.model_fields[name].alias or name, []).append(cls.__name__)
-    assert len(homes) == 98  # the 84 of the one Settings object before, the reranker's 6, 8 file locations
+    # At least the 84 of the one Settings object before, the reranker's 6 and 8 file locations; each new
+    # setting adds one (a count that every branch adding a setting would fight over says nothing more).
+    assert len(homes) >= 98
     assert {alias: where for alias, where in homes.items() if len(where) > 1} == {}
     assert homes["PRIVATE_DOC_CAP"] == ["PoolSettings"] and homes["RERANKER_URL"] == ["RerankerSettings"]
 

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "sluice"
 # Lowest first. Within a layer, modules may import each other; a layer never imports one above it.
 LAYERS: list[set[str]] = [
     # what everything stands on (retry: the provider retry loop; jobs: the queued job's skeleton)
-    {"errors", "config", "identity", "retry", "jobs"},
+    {"errors", "config", "identity", "retry", "jobs", "outbound"},  # outbound: where a writer's URL may lead
     {"parsing", "chunking", "embedding", "storage", "llm"},  # readers, splitters, providers, the object store
     {"db"},  # the tracking tables and their repositories
     {"vectors"},  # the runtime vector tables

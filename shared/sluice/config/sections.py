@@ -289,6 +289,10 @@ class SyncSettings(Section):
     # Buckets (comma-separated, * wildcards) of the deployment's own account that a source may read
     # with the function's own role instead of a secret; empty: none.
     sync_function_role_buckets: str = Field("", alias="SYNC_FUNCTION_ROLE_BUCKETS")
+    # Host names and CIDR ranges (comma-separated) every source connector may reach although they are
+    # not public (an intranet site, a Data Center install, a test's loopback server), or, for a SaaS
+    # connector, besides the service's documented hosts: sluice.sync.outbound. Empty: public only.
+    sync_allowed_hosts: str = Field("", alias="SYNC_ALLOWED_HOSTS")
     sync_min_schedule_minutes: int = Field(15, alias="SYNC_MIN_SCHEDULE_MINUTES")
     # The sources one base may have, and the files one run lists at most (a listing cut there is not
     # whole, so the run removes nothing).

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from psycopg.types.json import Jsonb
+
 from sluice.db.connection import Connection
 
 ACTIVE = ("queued", "running")
@@ -42,6 +44,10 @@ class SyncRun:
     started_at: datetime | None
     finished_at: datetime | None
     files_expired_at: datetime | None = None  # when the retention sweep deleted its file rows
+    # What the connector would keep if this run succeeds (migration 0021): the list task writes it,
+    # `finish` hands it to the source.
+    connector_state: dict[str, Any] | None = None
+    unchanged: bool = False  # the connector said nothing changed since its kept state: nothing listed or removed
 
     @property
     def active(self) -> bool:
@@ -52,6 +58,7 @@ _FIELDS = ", ".join(SyncRun.__dataclass_fields__)
 _UPDATABLE = {
     "status", "execution_arn", "listing_complete", "files_listed", "files_new", "files_updated",
     "files_unchanged", "files_ignored", "files_failed", "files_removed", "error", "started_at", "finished_at",
+    "connector_state", "unchanged",
 }
 
 
@@ -108,6 +115,7 @@ def update(conn: Connection, run_id: uuid.UUID, *, only_active: bool = False, **
     unknown = set(values) - _UPDATABLE
     if unknown:
         raise ValueError(f"not updatable: {sorted(unknown)}")
+    values = {k: Jsonb(v) if k == "connector_state" and v is not None else v for k, v in values.items()}
     sets = ", ".join(f"{k} = %({k})s" for k in values)
     where = "id = %(run_id)s" + (" AND status IN ('queued', 'running')" if only_active else "")
     return conn.execute(f"UPDATE sync_logs SET {sets} WHERE {where}", {**values, "run_id": run_id}).rowcount > 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -26,15 +26,20 @@ class SyncSource:
     created_by: str
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    # The connector's cursor between runs (migration 0021); never shown by the API.
+    connector_state: dict[str, Any] = field(default_factory=dict)
 
 
 _FIELDS = ", ".join(SyncSource.__dataclass_fields__)
+# Changing what a source reads makes its connector's cursor meaningless: it starts over.
+_FORGETS_STATE = {"kb_id", "config", "secret_id"}
 _UPDATABLE = {"kb_id", "name", "config", "secret_id", "sync_mode", "organizational_unit", "schedule"}
 
 
 def insert(conn: Connection, source: SyncSource) -> SyncSource:
     values = {k: v for k, v in source.__dict__.items() if k not in ("created_at", "updated_at")}
     values["config"] = Jsonb(values["config"])
+    values["connector_state"] = Jsonb(values["connector_state"])
     cols = ", ".join(values)
     params = ", ".join(f"%({k})s" for k in values)
     row = conn.execute(f"INSERT INTO sync_sources ({cols}) VALUES ({params}) RETURNING {_FIELDS}", values).fetchone()
@@ -98,11 +103,17 @@ def update(conn: Connection, source_id: uuid.UUID, changes: dict[str, Any]) -> S
     if unknown:
         raise ValueError(f"not updatable: {sorted(unknown)}")
     values = {k: Jsonb(v) if k == "config" else v for k, v in changes.items()}
-    sets = ", ".join([f"{k} = %({k})s" for k in values] + ["updated_at = now()"])
+    forget = ["connector_state = '{}'::jsonb"] if _FORGETS_STATE & set(changes) else []
+    sets = ", ".join([f"{k} = %({k})s" for k in values] + forget + ["updated_at = now()"])
     row = conn.execute(f"UPDATE sync_sources SET {sets} WHERE id = %(source_id)s RETURNING {_FIELDS}",
                        {**values, "source_id": source_id}).fetchone()
     assert row is not None
     return SyncSource(**row)
+
+
+def keep_connector_state(conn: Connection, source_id: uuid.UUID, state: dict[str, Any]) -> None:
+    """The cursor the source's connector starts its next run from."""
+    conn.execute("UPDATE sync_sources SET connector_state = %s WHERE id = %s", (Jsonb(state), source_id))
 
 
 def delete(conn: Connection, source_id: uuid.UUID) -> bool:

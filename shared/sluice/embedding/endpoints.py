@@ -17,184 +17,39 @@ name that re-points after the check (DNS rebinding) reaches nothing inside.
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urlsplit
-
-import httpcore
-import httpx
-
 from sluice.config import EndpointSettings, current
+from sluice.outbound import (
+    EndpointNotAllowed,
+    GuardedBackend,
+    OutboundPolicy,
+    Resolver,
+    Sentences,
+    embedded_ipv4,
+    guarded_http_client,
+    http_host,
+    resolve_host,
+    url_problem,
+)
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-Resolver = Callable[[str], list[str]]
+# A base's policy is the generic one; the name stays for the embedders, chat models and tests.
+EndpointPolicy = OutboundPolicy
 
 NOT_HTTP = "Must be an http(s) URL such as https://api.openai.com/v1."
-# A user name or password in the URL would be sent to the endpoint with every request, and
-# "https://api.openai.com@10.0.0.7/" reads as one host while connecting to another.
 NO_USERINFO = "Must not carry a user name or password; a base's key is named by embedding_secret_id."
-# One answer for "private" and "does not resolve": the API must not tell a caller which
-# internal names exist or where they point.
 NOT_PUBLIC = ("Must resolve to a public address. An endpoint on the deployment's own network "
               "needs the operator to allow it (EMBEDDING_ALLOWED_ENDPOINTS).")
+_SENTENCES = Sentences(not_http=NOT_HTTP, userinfo=NO_USERINFO, not_public=NOT_PUBLIC)
+
+__all__ = ["NOT_HTTP", "NOT_PUBLIC", "NO_USERINFO", "EndpointNotAllowed", "EndpointPolicy", "GuardedBackend",
+           "deployment_policy", "embedded_ipv4", "endpoint_problem", "guarded_http_client", "http_host",
+           "resolve_host"]
 
 
-def resolve_host(host: str) -> list[str]:
-    return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)})
-
-
-@dataclass(frozen=True)
-class EndpointPolicy:
-    """The operator's exceptions: host names allowed whatever they resolve to, and address ranges."""
-
-    hosts: frozenset[str] = frozenset()
-    networks: tuple[IPNetwork, ...] = ()
-
-    @classmethod
-    def parse(cls, text: str) -> EndpointPolicy:
-        hosts: set[str] = set()
-        networks: list[IPNetwork] = []
-        for item in (part.strip() for part in text.split(",")):
-            if not item:
-                continue
-            try:
-                networks.append(ipaddress.ip_network(item, strict=False))
-            except ValueError:
-                hosts.add(_normal_host(item))
-        return cls(frozenset(hosts), tuple(networks))
-
-    def allows(self, address: IPAddress) -> bool:
-        """Whether the policy allows ``address`` and every IPv4 address it carries inside it."""
-        return all(a.is_global or any(a in n for n in self.networks if n.version == a.version)
-                   for a in (address, *embedded_ipv4(address)))
-
-
-def deployment_policy() -> EndpointPolicy:
+def deployment_policy() -> OutboundPolicy:
     """The policy this deployment's operator set (``EMBEDDING_ALLOWED_ENDPOINTS``)."""
-    return EndpointPolicy.parse(current(EndpointSettings).embedding_allowed_endpoints)
+    return OutboundPolicy.parse(current(EndpointSettings).embedding_allowed_endpoints)
 
 
-def _normal_host(host: str) -> str:
-    return host.strip().lower().rstrip(".")
-
-
-# NAT64 prefixes (RFC 6052 well-known, RFC 8215 local use): the last 32 bits are the IPv4 address
-# a NAT64 gateway connects to, so 64:ff9b::a9fe:a9fe reaches the instance metadata service.
-_NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
-
-
-def embedded_ipv4(address: IPAddress) -> list[ipaddress.IPv4Address]:
-    """The IPv4 addresses an IPv6 address leads to: NAT64, 6to4, Teredo and IPv4-compatible forms.
-
-    Each is a way to name an internal IPv4 address with a global-looking IPv6 one.
-    """
-    if not isinstance(address, ipaddress.IPv6Address):
-        return []
-    found: list[ipaddress.IPv4Address] = []
-    if any(address in n for n in _NAT64):
-        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
-    if address.sixtofour is not None:
-        found.append(address.sixtofour)
-    if address.teredo is not None:
-        found.extend(address.teredo)
-    if 1 < int(address) < 1 << 32:  # ::a.b.c.d, the deprecated IPv4-compatible form (not :: or ::1)
-        found.append(ipaddress.IPv4Address(int(address)))
-    return found
-
-
-def _address(text: str) -> IPAddress:
-    address = ipaddress.ip_address(text.split("%", 1)[0])  # an IPv6 zone says nothing about the range
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
-def http_host(url: str) -> str | None:
-    """The host of an http(s) URL, or ``None`` when ``url`` is not one."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a port that is not a number
-    except ValueError:
-        return None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return None
-    return _normal_host(parts.hostname)
-
-
-def _addresses(host: str, resolve: Resolver) -> list[IPAddress]:
-    """What ``host`` stands for: itself when it is an address, else what it resolves to (maybe nothing)."""
-    try:
-        return [_address(host)]
-    except ValueError:
-        pass
-    try:
-        return [_address(a) for a in resolve(host)]
-    except (OSError, UnicodeError, ValueError):
-        return []
-
-
-def endpoint_problem(url: str, policy: EndpointPolicy, *, resolve: Resolver = resolve_host) -> str | None:
-    """Why ``url`` may not be a base's endpoint, or ``None`` when it may.
-
-    Every address the host resolves to must be allowed, so a name cannot pair
-    a public address with an internal one.
-    """
-    host = http_host(url)
-    if host is None:
-        return NOT_HTTP
-    if "@" in urlsplit(url).netloc:
-        return NO_USERINFO
-    if host in policy.hosts:
-        return None
-    addresses = _addresses(host, resolve)
-    return None if addresses and all(policy.allows(a) for a in addresses) else NOT_PUBLIC
-
-
-class EndpointNotAllowed(Exception):
-    """Raised where the worker connects: the host resolves to an address the policy does not allow."""
-
-
-class GuardedBackend(httpcore.SyncBackend):
-    """httpcore's own sockets, opened only to an address the policy allows, and to the one checked."""
-
-    def __init__(self, policy: EndpointPolicy, resolve: Resolver = resolve_host) -> None:
-        self._policy = policy
-        self._resolve = resolve
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        if _normal_host(host) in self._policy.hosts:
-            return super().connect_tcp(host, port, timeout, local_address, socket_options)
-        addresses = _addresses(_normal_host(host), self._resolve)
-        if not addresses:
-            raise httpcore.ConnectError(f"{host} does not resolve")
-        if not all(self._policy.allows(a) for a in addresses):
-            raise EndpointNotAllowed(f"{host} resolves to an address the deployment does not allow")
-        # Each checked address in turn, IPv4 first (many VPCs have no IPv6 route), as
-        # socket.create_connection would try them. TLS still verifies the certificate against the
-        # URL's name (httpcore's server_hostname), not the address.
-        failure: httpcore.ConnectError | None = None
-        for address in sorted(addresses, key=lambda a: a.version):
-            try:
-                return super().connect_tcp(str(address), port, timeout, local_address, socket_options)
-            except httpcore.ConnectError as exc:
-                failure = exc
-        assert failure is not None
-        raise failure
-
-
-def guarded_http_client(policy: EndpointPolicy, *, timeout: httpx.Timeout,
-                        resolve: Resolver = resolve_host) -> httpx.Client:
-    """An HTTP client for the endpoints bases name: it connects only where ``policy`` allows.
-
-    ``trust_env`` is off so that no proxy from the environment stands between
-    the check and the connection.
-    """
-    transport = httpx.HTTPTransport()
-    # httpx takes no network backend of its own; its pool is httpcore's and takes one.
-    transport._pool._network_backend = GuardedBackend(policy, resolve)  # noqa: SLF001
-    return httpx.Client(transport=transport, timeout=timeout, trust_env=False, follow_redirects=False)
+def endpoint_problem(url: str, policy: OutboundPolicy, *, resolve: Resolver = resolve_host) -> str | None:
+    """Why ``url`` may not be a base's endpoint, or ``None`` when it may."""
+    return url_problem(url, policy, sentences=_SENTENCES, resolve=resolve)

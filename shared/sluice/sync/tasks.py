@@ -118,7 +118,8 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
         runs.clear_files(conn, run_id)  # a retried task starts the listing over
         runs.add_files(conn, run_id, rows)
         runs.update(conn, run_id, listing_complete=listing.complete, files_listed=len(rows),
-                    error=None if listing.complete else listing.problem)
+                    error=None if listing.complete else listing.problem, unchanged=listing.unchanged,
+                    connector_state=listing.state)
     batches = sorted({r.batch for r in rows if r.outcome is None})
     log.info("listed", extra={"run_id": str(run_id), "files": len(rows), "complete": listing.complete,
                               "batches": len(batches), "markers_skipped": listing.markers_skipped})
@@ -342,6 +343,8 @@ def reconcile(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> dic
         run = runs.get(conn, run_id)
     if run is None or not run.active:
         return {"removed": 0}
+    if run.unchanged:
+        return {"removed": 0, "skipped": "nothing changed"}
     if run.trigger == "retry" or not run.listing_complete or run.error:
         return {"removed": 0, "skipped": "the listing was not whole" if not run.listing_complete else run.trigger}
     removed = 0
@@ -377,12 +380,18 @@ def finish(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> dict[s
             return {"status": run.status if run else "gone"}
         runs.settle_pending(conn, run_id, gone=GONE, unknown_failure=UNKNOWN_FAILURE)
         status = "failed" if run.error else "succeeded"
-        runs.update(conn, run_id, status=status, finished_at=datetime.now(UTC), **_totals(conn, run_id))
+        p = runs.progress(conn, run_id)
+        runs.update(conn, run_id, status=status, finished_at=datetime.now(UTC), **_totals(p))
+        # A cursor advances only past a run that ingested everything it listed: a file that failed, or
+        # that the pipeline had not finished when the run gave up waiting, is listed again next time
+        # instead of being skipped by a delta that has moved on.
+        if (status == "succeeded" and not p.failed and not p.pending and run.connector_state is not None
+                and run.trigger != "retry"):
+            sources.keep_connector_state(conn, run.source_id, run.connector_state)
     return {"status": status}
 
 
-def _totals(conn: Connection, run_id: uuid.UUID) -> dict[str, Any]:
-    p = runs.progress(conn, run_id)
+def _totals(p: runs.Progress) -> dict[str, Any]:
     return {"files_listed": p.listed, "files_new": p.new, "files_updated": p.updated,
             "files_unchanged": p.unchanged, "files_ignored": p.ignored, "files_failed": p.failed,
             "files_removed": p.removed}
@@ -404,7 +413,7 @@ def record_failure(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -
         runs.fail_undecided(conn, run_id, UNDECIDED)
         runs.update(conn, run_id, only_active=True, status="failed", finished_at=datetime.now(UTC),
                     error=f"The run stopped at its {step} step ({name}); nothing was removed. The next run starts "
-                          "over.", **_totals(conn, run_id))
+                          "over.", **_totals(runs.progress(conn, run_id)))
     return {"status": "failed"}
 
 

@@ -25,7 +25,7 @@ from sluice.db.connection import transaction
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.db.sync_sources import SyncSource
 from sluice.sync import tasks
-from sluice.sync.connectors import ConnectorOpener, ObjectStoreConnector, RemoteFile
+from sluice.sync.connectors import ConnectorOpener, ObjectStoreConnector, RemoteFile, RemoteListing
 from sluice.sync.context import SyncContext
 from tests.fakes import DIM
 from tests.integration.moto_bucket import Bucket
@@ -271,3 +271,106 @@ def test_a_listing_cut_by_the_runs_key_cap_removes_nothing_and_says_so(bench: Be
                          "were synced and nothing was removed. Narrow the source's prefix, or split it into "
                          "several sources.")
     assert len(kept) == 5 and all(d is not None for d in kept)  # page3 and page4 were not listed, and stay
+
+
+class CursorConnector(MemoryConnector):
+    """A connector with a cursor (a delta link, a commit id): it says what it would keep, and "nothing
+    changed" when the kept cursor is the remote's current one."""
+
+    def __init__(self, objects: dict[str, bytes]) -> None:
+        super().__init__(objects)
+        self.version = "v1"
+        self.kept: dict[str, Any] = {}
+
+    def list_files(self, limit: int | None = None) -> Any:
+        if self.kept.get("version") == self.version:
+            return RemoteListing([], complete=True, state={"version": self.version}, unchanged=True)
+        listing = super().list_files(limit)
+        listing.state = {"version": self.version}
+        return listing
+
+
+def _kept(source_id: uuid.UUID) -> dict[str, Any]:
+    with transaction() as conn:
+        source = sources.get(conn, source_id)
+    assert source is not None
+    return source.connector_state
+
+
+def _run_to_the_end(bench: Bench) -> uuid.UUID:
+    run_id = bench.run(finish=False)
+    for _, doc_id in bench.outcomes(run_id).values():
+        if doc_id is not None:
+            finish_indexing(doc_id)
+    assert tasks.run_task(bench.ctx, {"task": "await", "run_id": str(run_id)})["pending"] == 0
+    tasks.run_task(bench.ctx, {"task": "reconcile", "run_id": str(run_id)})
+    tasks.run_task(bench.ctx, {"task": "finish", "run_id": str(run_id)})
+    return run_id
+
+
+def test_a_connectors_cursor_is_kept_only_after_a_run_that_ingested_everything(bucket: Bucket, db_url):
+    bench = make_bench(bucket)
+    remote = CursorConnector({"guide.md": b"# Guide\n\nVersion one of the guide.\n"})
+    bench.remote = remote
+    bench.ctx.connectors = Opener(remote)  # type: ignore[assignment]
+    # a run that leaves a file failed (here: the pipeline never finished it) keeps no cursor
+    bench.run()
+    assert _kept(bench.source.id) == {}
+    # a run that ingested everything keeps the cursor its listing named
+    _run_to_the_end(bench)
+    assert _kept(bench.source.id) == {"version": "v1"}
+
+
+def test_nothing_changed_lists_nothing_and_removes_nothing(bucket: Bucket, db_url):
+    bench = make_bench(bucket)
+    remote = CursorConnector({"guide.md": b"# Guide\n\nVersion one of the guide.\n"})
+    bench.remote = remote
+    bench.ctx.connectors = Opener(remote)  # type: ignore[assignment]
+    first = bench.outcomes(_run_to_the_end(bench))["guide.md"][1]
+    remote.kept = _kept(bench.source.id)  # what ConnectorOpener hands the connector as `state`
+    run_id = bench.run(finish=False)
+    assert tasks.run_task(bench.ctx, {"task": "reconcile", "run_id": str(run_id)}) == {
+        "removed": 0, "skipped": "nothing changed"}
+    assert tasks.run_task(bench.ctx, {"task": "finish", "run_id": str(run_id)}) == {"status": "succeeded"}
+    with transaction() as conn:
+        run = runs.get(conn, run_id)
+        assert run is not None and run.unchanged and run.files_listed == 0 and run.files_removed == 0
+        assert first is not None and doc_repo.get(conn, first) is not None
+
+
+def test_changing_what_a_source_reads_forgets_its_cursor(bucket: Bucket, db_url):
+    bench = make_bench(bucket)
+    with transaction() as conn:
+        sources.keep_connector_state(conn, bench.source.id, {"delta": "https://example.com/delta?token=1"})
+        sources.update(conn, bench.source.id, {"name": "renamed"})
+    assert _kept(bench.source.id) == {"delta": "https://example.com/delta?token=1"}  # a name is not what it reads
+    with transaction() as conn:
+        sources.update(conn, bench.source.id, {"config": {"folder": "elsewhere"}})
+    assert _kept(bench.source.id) == {}
+
+
+def test_the_opener_hands_the_connector_its_kept_state(bucket: Bucket, db_url):
+    seen: dict[str, Any] = {}
+
+    class Recording(MemoryConnector):
+        CONFIG_MODEL = type("NoConfig", (BaseModel,), {})
+
+        @classmethod
+        def open(cls, config: Any, credential: str | None, **kwargs: Any) -> MemoryConnector:
+            seen.update(kwargs["state"])
+            return cls({})
+
+    bench = make_bench(bucket)
+    with transaction() as conn:
+        sources.keep_connector_state(conn, bench.source.id, {"commit": "abc123"})
+        source = sources.get(conn, bench.source.id)
+    assert source is not None
+    opener = ConnectorOpener(bench.ctx.settings, None)
+    from sluice.sync import connectors
+
+    connectors.CONNECTORS["memory"] = Recording
+    try:
+        opener.open(source, bench.kb)
+    finally:
+        del connectors.CONNECTORS["memory"]
+    assert seen == {"commit": "abc123"}

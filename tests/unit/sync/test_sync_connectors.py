@@ -200,7 +200,8 @@ class Factory:
 
 def open_s3(secret: str | None, settings: Settings, factory: Factory, bucket: str = "docs") -> S3Connector:
     config = S3Connector.parse_config({"bucket": bucket, "region": "eu-west-1"})
-    return S3Connector.open(config, secret, external_id="sluice-org-acme", settings=settings, client_factory=factory)
+    return S3Connector.open(config, secret, external_id="sluice-org-acme", settings=settings, client_factory=factory,
+                            state={})
 
 
 def test_a_run_reads_with_the_sources_keys_or_its_role_never_a_fallback():

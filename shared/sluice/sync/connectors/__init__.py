@@ -111,4 +111,4 @@ class ConnectorOpener:
                 raise CredentialRefused(f"The source's secret does not belong to its base's tenant ({why}); "
                                         "nothing was read.")
         return cls.open(config, credential, external_id=external_id(kb), settings=self.settings,
-                        client_factory=self.client_factory)
+                        client_factory=self.client_factory, state=source.connector_state)

@@ -55,6 +55,12 @@ class RemoteListing:
     complete: bool
     problem: str | None = None
     markers_skipped: int = 0
+    # What the connector keeps for its next run (a delta link, the commit a ref pointed at), kept only
+    # if this run succeeds with no failed file; None keeps nothing new.
+    state: dict[str, Any] | None = None
+    # Nothing changed since the kept state (an unchanged git ref): ``files`` is empty and the run
+    # decides nothing and removes nothing.
+    unchanged: bool = False
 
 
 class SourceRefused(Exception):
@@ -148,8 +154,9 @@ class Connector(ABC):
     @classmethod
     @abstractmethod
     def open(cls, config: BaseModel, credential: str | None, *, external_id: str, settings: SyncContextSettings,
-             client_factory: Any) -> Connector:
-        """A connector for one run: ``credential`` is the source's secret value (None: it names none)."""
+             client_factory: Any, state: Mapping[str, Any]) -> Connector:
+        """A connector for one run: ``credential`` is the source's secret value (None: it names none);
+        ``state`` what its last successful run kept (``RemoteListing.state``; empty the first time)."""
 
     @abstractmethod
     def list_files(self, limit: int | None = None) -> RemoteListing:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -172,7 +172,7 @@ class S3Connector(ObjectStoreConnector):
 
     @classmethod
     def open(cls, config: BaseModel, credential: str | None, *, external_id: str, settings: SyncContextSettings,
-             client_factory: Any) -> S3Connector:
+             client_factory: Any, state: Mapping[str, Any]) -> S3Connector:
         assert isinstance(config, S3Config)
         if credential is None:
             if not matches_any(config.bucket, settings.sync_function_role_buckets):

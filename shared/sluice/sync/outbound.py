@@ -1,0 +1,98 @@
+"""Where a source connector may connect (R-SYNC-6, R-SYNC-7): one operator list for every connector.
+
+A web or git source reaches any public address, every request and every redirect hop checked where
+it connects (:func:`sluice.outbound.guarded_http_client`). A SaaS connector (SharePoint, Drive,
+Confluence, ...) reaches only its service's documented hosts. Either may also reach what the
+operator lists in ``SyncAllowedHosts`` (``SYNC_ALLOWED_HOSTS``: host names and CIDR ranges): an
+intranet, a Data Center install, a test's loopback server. Never anything else: no instance
+metadata, no database, no endpoint of the deployment's own network the operator did not name.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+
+import httpx
+
+from sluice.config import SyncSettings
+from sluice.outbound import (
+    EndpointNotAllowed,
+    OutboundPolicy,
+    Resolver,
+    Sentences,
+    guarded_http_client,
+    http_host,
+    resolve_host,
+    url_problem,
+)
+
+__all__ = ["EndpointNotAllowed", "NOT_DOCUMENTED_HOST", "SENTENCES", "guarded_client", "saas_url_problem",
+           "sync_policy", "url_problem_for_source"]
+
+SENTENCES = Sentences(
+    not_http="Must be an http(s) URL such as https://docs.example.com/.",
+    userinfo="Must not carry a user name or password; a source's credential is named by secret_id.",
+    not_public=("Must resolve to a public address. A host on the deployment's own network needs the operator "
+                "to list it in SyncAllowedHosts (SYNC_ALLOWED_HOSTS)."),
+)
+NOT_DOCUMENTED_HOST = ("Must be one of the service's own hosts ({hosts}); any other host needs the operator to "
+                       "list it in SyncAllowedHosts (SYNC_ALLOWED_HOSTS).")
+NOT_HTTPS = "Must be an https URL; plain http only to a host the operator lists in SyncAllowedHosts."
+
+
+def sync_policy(settings: SyncSettings) -> OutboundPolicy:
+    """The operator's list (``SYNC_ALLOWED_HOSTS``) as a policy."""
+    return OutboundPolicy.parse(settings.sync_allowed_hosts)
+
+
+def url_problem_for_source(url: str, policy: OutboundPolicy, *, https_only: bool = False,
+                           resolve: Resolver = resolve_host) -> str | None:
+    """Why a web or git source may not reach ``url`` (``None``: it may). ``https_only``: plain http only
+    to a host the operator listed (a git server on loopback in the tests, an intranet one)."""
+    problem = url_problem(url, policy, sentences=SENTENCES, resolve=resolve)
+    if problem is None and https_only and url.lower().startswith("http:") and not _listed(url, policy, resolve):
+        return NOT_HTTPS
+    return problem
+
+
+def saas_url_problem(url: str, documented: Iterable[str], policy: OutboundPolicy, *,
+                     resolve: Resolver = resolve_host) -> str | None:
+    """Why a SaaS connector may not reach ``url``: its host must match one of the service's ``documented``
+    host patterns (``graph.microsoft.com``, ``*.atlassian.net``; https only) or be listed by the operator."""
+    documented = tuple(documented)
+    host = http_host(url)
+    if host is None:
+        return SENTENCES.not_http
+    if "@" in url.split("//", 1)[-1].split("/", 1)[0]:
+        return SENTENCES.userinfo
+    if _listed(url, policy, resolve):
+        return None
+    if url.lower().startswith("https:") and any(fnmatch.fnmatchcase(host, p.lower()) for p in documented):
+        return None
+    return NOT_DOCUMENTED_HOST.format(hosts=", ".join(documented))
+
+
+def _listed(url: str, policy: OutboundPolicy, resolve: Resolver) -> bool:
+    """Whether the operator named the URL's host, or a range holding every address it resolves to."""
+    host = http_host(url)
+    if host is None:
+        return False
+    if host in policy.hosts:
+        return True
+    return bool(policy.networks) and url_problem(
+        url, OutboundPolicy(networks=policy.networks), resolve=resolve) is None and not _public_only(url, resolve)
+
+
+def _public_only(url: str, resolve: Resolver) -> bool:
+    """Whether the URL's host is public anyway (then a range did not 'list' it, the public rule allowed it)."""
+    return url_problem(url, OutboundPolicy(), resolve=resolve) is None
+
+
+def guarded_client(policy: OutboundPolicy, *, timeout: httpx.Timeout, max_redirects: int = 0,
+                   user_agent: str | None = None, resolve: Resolver = resolve_host) -> httpx.Client:
+    """The HTTP client every connector uses: it connects only to addresses ``policy`` allows, each
+    redirect hop checked again (at most ``max_redirects``)."""
+    headers = {"User-Agent": user_agent} if user_agent else None
+    return guarded_http_client(policy, timeout=timeout, resolve=resolve, max_redirects=max_redirects,
+                               headers=headers)
