@@ -107,7 +107,7 @@ class Console:
         return Response(status_code=status, headers=headers, body=body)
 
     def _not_built(self) -> Response[Any]:
-        body = json.dumps({"error": {"code": "CONSOLE_NOT_BUILT", "message": NOT_BUILT, "details": {}}}).encode()
+        body = json.dumps({"error": {"code": "CONSOLE_NOT_BUILT", "message": NOT_BUILT, "details": {}}})
         return Response(status_code=503, headers=self._headers("application/json", "no-store"), body=body)
 
     def page(self, *, gzip_ok: bool) -> Response[Any]:
@@ -125,8 +125,7 @@ class Console:
         if match is None or not path.is_file():
             if not (self.static / "index.html").is_file():
                 return self._not_built()
-            body = json.dumps({"error": {"code": "NOT_FOUND", "message": "No such console file.",
-                                         "details": {}}}).encode()
+            body = json.dumps({"error": {"code": "NOT_FOUND", "message": "No such console file.", "details": {}}})
             return Response(status_code=404, headers=self._headers("application/json", "no-store"), body=body)
         kind = match.group(1)
         compressible = kind in ("js", "css", "svg", "map")
