@@ -4,7 +4,7 @@ import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { del, errorFromText, get, q, sendWithProgress } from "./api";
 import type { Document } from "./types";
-import { ConfirmButton, ErrorLine, Field, bytes, useLoad } from "./ui";
+import { ConfirmButton, ErrorLine, Field, useLoad } from "./ui";
 
 interface PoolDocument extends Document {
   shared: boolean;
@@ -18,11 +18,11 @@ interface PoolPage {
 }
 
 const LIMIT_WORDS: Record<string, string> = {
-  private_doc_cap: "Documents a private pool may hold",
-  upload_rate_per_minute: "Uploads a minute",
-  upload_rate_per_day: "Uploads a day",
-  pool_max_recipients: "Users one document may be shared with",
-  max_upload_bytes: "Largest file (bytes)",
+  cap: "Documents a private pool may hold",
+  held: "Documents it holds now",
+  upload_rate_per_minute: "Documents that may enter it a minute",
+  upload_rate_per_day: "Documents that may enter it a day",
+  max_recipients: "Users one document may be shared with",
 };
 
 export function PoolScreen() {
@@ -62,12 +62,10 @@ export function PoolScreen() {
         <section class="card" aria-labelledby="limits-title">
           <h2 id="limits-title">Cap and limits</h2>
           <dl>
-            <dt>Documents in your pool</dt>
-            <dd>{page.total}</dd>
             {Object.entries(page.limits ?? {}).map(([k, v]) => (
               <Fragment key={k}>
                 <dt>{LIMIT_WORDS[k] ?? k}</dt>
-                <dd>{k.endsWith("_bytes") ? bytes(v) : v}</dd>
+                <dd>{k.startsWith("upload_rate") && v === 0 ? "no limit" : v}</dd>
               </Fragment>
             ))}
           </dl>

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
+from sluice import admission
 from sluice.api.http import build_resolver, principal, respond
 from sluice.api.responses import accepted
 from sluice.api.views import (
@@ -110,7 +111,8 @@ def list_pool(limit: Annotated[int, Query(ge=1, le=200)] = 50,
     p = principal(app)
     with transaction() as conn:
         page = documents.list_private_pool(conn, p, limit=limit, offset=offset)
-    return pool_view(page)
+        limits = admission.pool_limits(conn, p.user_id, current(DocumentsFunction))
+    return pool_view(page, limits)
 
 
 @app.delete("/pools/documents/<doc_id>", summary="The sharer deletes a shared document for every recipient")

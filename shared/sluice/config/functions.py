@@ -31,6 +31,7 @@ from sluice.config.sections import (
     EndpointSettings,
     IngestQueueSettings,
     OcrSettings,
+    PoolSettings,
     RerankerSettings,
     Section,
     StageQueueSettings,
@@ -55,8 +56,8 @@ class UploadsFunction(IntakeSettings, FunctionSettings, BucketSettings, Encrypti
     pass
 
 
-class DocumentsFunction(FunctionSettings, BucketSettings, IngestQueueSettings):
-    """A document's detail and download link, and a retry sent to the ingest queue."""
+class DocumentsFunction(FunctionSettings, BucketSettings, IngestQueueSettings, PoolSettings):
+    """A document's detail and download link, a retry sent to the ingest queue, a private pool's limits."""
 
 
 class SearchFunction(FunctionSettings, EmbeddingSettings, EndpointSettings, RerankerSettings):
