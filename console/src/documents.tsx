@@ -192,7 +192,9 @@ function DocumentRow(props: { doc: Document; writable: boolean; act: (w: () => P
   const d = props.doc;
   const [preview, setPreview] = useState<string | null>(null);
   const [previewError, setPreviewError] = useState<unknown>(null);
-  const stage = d.progress ? `${d.stage} ${d.progress.done}/${d.progress.total}` : d.stage;
+  // The steps of the stage it is in: only while it moves (a finished document keeps its last count).
+  const progress = d.status === "processing" ? d.progress : null;
+  const stage = progress ? `${d.stage} ${progress.done}/${progress.total}` : d.stage;
   const notes = [...d.notes];
   if (d.ocr_pages) notes.push(`OCR read ${d.ocr_pages} page${d.ocr_pages === 1 ? "" : "s"}`);
   async function togglePreview() {
@@ -225,9 +227,7 @@ function DocumentRow(props: { doc: Document; writable: boolean; act: (w: () => P
         </td>
         <td class="stage">
           <span>{stage}</span>
-          {d.progress ? (
-            <progress max={d.progress.total} value={d.progress.done} aria-label={`${d.filename}: ${stage}`} />
-          ) : null}
+          {progress ? <progress max={progress.total} value={progress.done} aria-label={`${d.filename}: ${stage}`} /> : null}
         </td>
         <td>{d.chunk_count}</td>
         <td>{when(d.created_at)}</td>

@@ -13,8 +13,10 @@ import { PoolScreen } from "./pool";
 import { TeardownScreen } from "./teardown";
 import { ErrorLine } from "./ui";
 
-// The fragment's token is taken before anything renders, so it never stays in the address bar.
+// The fragment's token is taken before anything renders, so it never stays in the address bar; and
+// again whenever the fragment changes (the link opened in a tab that already shows the console).
 takeFragmentToken();
+addEventListener("hashchange", () => takeFragmentToken());
 
 function useRoute(): string[] {
   const read = () => (location.hash.replace(/^#\/?/, "") || "").split("/").filter(Boolean).map(decodeURIComponent);
