@@ -28,7 +28,7 @@ export function BasesScreen() {
       <h1>Knowledge bases</h1>
       <ErrorLine error={error} />
       {bases && bases.knowledge_bases.length === 0 ? <p>No knowledge base yet.</p> : null}
-      {bases ? (
+      {bases && bases.knowledge_bases.length ? (
         <table class="list">
           <caption class="sr-only">Knowledge bases you can read</caption>
           <thead>

@@ -107,7 +107,7 @@ export function DocumentsScreen({ kbId }: { kbId: string }) {
           Documents
         </a>
         <a href={`#/kb/${kbId}/search`}>Search</a>
-        <a href={`#/kb/${kbId}/sync`}>Sync sources</a>
+        {writable ? <a href={`#/kb/${kbId}/sync`}>Sync sources</a> : null}
       </nav>
 
       {writable ? <Uploader onFiles={addFiles} uploads={uploads} /> : null}

@@ -70,7 +70,7 @@ export function SearchScreen({ kbId }: { kbId: string }) {
         </label>
         <label class="field">
           <span class="label">min_vec_score (the cosine gate)</span>
-          <input name="min_vec_score" type="number" min={-1} max={1} step={0.05} placeholder="the model's" value={minVec}
+          <input name="min_vec_score" type="number" min={-1} max={1} step={0.05} placeholder="the model's gate" value={minVec}
             onInput={(e) => setMinVec((e.target as HTMLInputElement).value)} />
         </label>
         <label class="check">
@@ -134,7 +134,7 @@ export function SearchScreen({ kbId }: { kbId: string }) {
                     </td>
                     <td>{f3(c.hybrid_score)}</td>
                     <td>{f3(c.reranker_score)}</td>
-                    <td class="content">
+                    <td class="content clamp">
                       <span class="muted">
                         {c.filename ?? ""} #{c.chunk_index}
                       </span>

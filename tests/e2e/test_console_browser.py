@@ -9,6 +9,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+import boto3
 import httpx
 import pytest
 
@@ -21,12 +22,13 @@ from tests.e2e.console_support import (
     text_transfer,
     watch,
 )
+from tests.e2e.sync_support import make_secret
 from tests.e2e.test_upload_to_search import wait_done
 
 pytestmark = pytest.mark.e2e
 
 ORG = "acme-console"
-WRITER = ["collections:view", "collections:edit"]
+WRITER = ["collections:view", "collections:edit", "secrets:view"]  # secrets:view: a sync source's credential
 PLANTED = "The lighthouse keeper stores the brass spare lenses in the blue trunk under the stairs."
 XSS_NAME = "<img src=x onerror=alert(1)>.pdf"
 SCRIPT_CHUNK = "<script>alert('chunk')</script> The harbour master signs every manifest twice."
@@ -187,9 +189,15 @@ def test_create_a_base_drop_three_files_watch_one_index_and_search_it(runtime, b
     assert w.csp_violations() == [] and w.errors == [] and w.dialogs == []
 
 
-def test_a_sync_source_is_reviewed_before_it_is_saved(runtime, browser, writer, tmp_path):
+def test_a_sync_source_is_reviewed_before_it_is_saved_then_run(runtime, browser, writer, tmp_path):
     _, token, api = writer
     kb = api.post("/kb", json={"name": f"Synced {uuid.uuid4().hex[:6]}", "scope": "org"}).json()
+    secret = make_secret(runtime, ORG)
+    bucket = f"console-{uuid.uuid4().hex[:10]}"
+    s3 = boto3.client("s3", endpoint_url=runtime.moto_url, region_name="us-east-1")
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="reports/q3.md", Body=b"# Q3\n\nThe third quarter closed above plan.")
+    s3.put_object(Bucket=bucket, Key="reports/tool.exe", Body=b"MZ not a document")
     w = watch(browser, runtime.api_url)
     sign_in(w, runtime.api_url, token)
     page = w.page
@@ -197,9 +205,12 @@ def test_a_sync_source_is_reviewed_before_it_is_saved(runtime, browser, writer, 
     page.get_by_role("button", name="New sync source").click()
     page.get_by_label("Name", exact=True).fill("Reports bucket")
     # The connector's form comes from its config schema: the S3 connector's bucket field is required.
-    page.get_by_label(re.compile(r"^Bucket \(required\)")).fill("reports-bucket")
+    page.get_by_label(re.compile(r"^Bucket \(required\)")).fill(bucket)
+    page.get_by_label(re.compile(r"^Prefix")).fill("reports/")
+    page.get_by_label(re.compile(r"^Credential")).fill(secret)
     page.get_by_role("button", name="Review").click()
-    body = {"name": "Reports bucket", "connector": "s3", "config": {"bucket": "reports-bucket"}, "sync_mode": "full"}
+    body = {"name": "Reports bucket", "connector": "s3", "config": {"bucket": bucket, "prefix": "reports/"},
+            "secret_id": secret, "sync_mode": "full"}
     preview = api.post(f"/kb/{kb['id']}/sync-sources/preview", json=body)
     save = page.get_by_role("button", name="Save this source")
     save.wait_for()
@@ -209,6 +220,27 @@ def test_a_sync_source_is_reviewed_before_it_is_saved(runtime, browser, writer, 
         assert preview.status_code == 404 and page.locator(".audience").count() == 0
     shot(w, tmp_path, "sync-review")
     assert_accessible(w, "sync form")
+
+    save.click()
+    page.get_by_role("heading", name="Runs").wait_for()
+    page.get_by_role("button", name="Run now").click()
+    run_link = page.locator("table.list tbody tr a").first
+    run_link.wait_for()
+    expect(page.locator("table.list tbody tr").first).to_contain_text("succeeded", timeout=60_000)
+    shot(w, tmp_path, "sync-runs")
+    assert_accessible(w, "sync runs")
+    run_link.click()
+    report = page.locator("table.list tbody")
+    expect(report).to_contain_text("reports/tool.exe")
+    rows = {r.locator("td").nth(0).inner_text(): r.locator("td").nth(2).inner_text()
+            for r in report.locator("tr").all()}
+    (run,) = api.get(f"/kb/{kb['id']}/sync-sources").json()["sources"]
+    latest = api.get(f"/kb/{kb['id']}/sync-sources/{run['id']}/logs").json()["runs"][0]
+    files = {f["source_path"]: f["reason"] or "" for f in api.get(f"/rag/sync/logs/{latest['id']}/files").json()["files"]}
+    (tool,) = [path for path in files if path.endswith("reports/tool.exe")]
+    assert rows == files and files[tool]  # each file's reason, as the API gives it
+    shot(w, tmp_path, "sync-report")
+    assert_accessible(w, "sync report")
 
 
 def test_deleting_a_base_shows_its_teardown_receipt(runtime, browser, writer, tmp_path):
@@ -249,9 +281,7 @@ def test_a_reader_of_an_org_base_sees_no_upload_or_delete_control(runtime, brows
     page.dispatch_event("body", "dragenter", {"dataTransfer": file_transfer(page, [("x.txt", b"x", "text/plain")])})
     assert page.locator(".overlay").count() == 0
     assert "read only" in page.locator(".meta").inner_text()
-    page.goto(f"{runtime.api_url}/console#/kb/{kb['id']}/sync")
-    page.get_by_role("heading", name=re.compile("^Sync sources of")).wait_for()
-    assert page.get_by_role("button", name="New sync source").count() == 0
+    assert page.get_by_role("link", name="Sync sources").count() == 0
     shot(w, tmp_path, "reader")
     assert_accessible(w, "reader's documents")
     # A 404 from the API is shown as its sentence.
