@@ -24,7 +24,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 def chromium_path() -> str | None:
     configured = os.environ.get("SLUICE_CHROMIUM", "")
-    for candidate in (configured, "/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or ""):
+    found = [shutil.which("chromium") or "", shutil.which("chromium-browser") or ""]
+    for candidate in (configured, "/usr/bin/chromium", *found):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     return None
@@ -32,7 +33,7 @@ def chromium_path() -> str | None:
 
 def skip_without_a_browser() -> None:
     if not (STATIC / "index.html").is_file():
-        pytest.skip("the console is not built (functions/console/static): `make install` runs npm ci and the Vite build")
+        pytest.skip("the console is not built (functions/console/static): make install runs npm ci and the Vite build")
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:

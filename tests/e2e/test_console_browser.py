@@ -9,6 +9,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+
 import boto3
 import httpx
 import pytest
@@ -57,7 +58,7 @@ def assert_accessible(w: Watched, screen: str) -> None:
 
 
 def long_text(paragraphs: int) -> str:
-    words = "river ledger copper window meadow lantern harbour signal orchard quarry".split()
+    words = ["river", "ledger", "copper", "window", "meadow", "lantern", "harbour", "signal", "orchard", "quarry"]
     return "\n\n".join(f"Section {i}. " + " ".join(words[(i + j) % 10] for j in range(160)) + "."
                        for i in range(paragraphs))
 
@@ -236,7 +237,8 @@ def test_a_sync_source_is_reviewed_before_it_is_saved_then_run(runtime, browser,
             for r in report.locator("tr").all()}
     (run,) = api.get(f"/kb/{kb['id']}/sync-sources").json()["sources"]
     latest = api.get(f"/kb/{kb['id']}/sync-sources/{run['id']}/logs").json()["runs"][0]
-    files = {f["source_path"]: f["reason"] or "" for f in api.get(f"/rag/sync/logs/{latest['id']}/files").json()["files"]}
+    listed = api.get(f"/rag/sync/logs/{latest['id']}/files").json()["files"]
+    files = {f["source_path"]: f["reason"] or "" for f in listed}
     (tool,) = [path for path in files if path.endswith("reports/tool.exe")]
     assert rows == files and files[tool]  # each file's reason, as the API gives it
     shot(w, tmp_path, "sync-report")

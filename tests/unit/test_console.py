@@ -106,7 +106,7 @@ def test_gzip_is_sent_only_to_who_asks_for_it(headers, expected):
 
 def test_the_built_bundle_keeps_its_budget_and_has_no_inline_script():
     if not (BUILT / "index.html").is_file():
-        pytest.skip("the console is not built (functions/console/static): `make install` runs npm ci and the Vite build")
+        pytest.skip("the console is not built (functions/console/static): make install runs npm ci and the Vite build")
     page = (BUILT / "index.html").read_text()
     scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", page, flags=re.S)
     assert scripts and all(body.strip() == "" for body in scripts)

@@ -6,6 +6,7 @@ import json
 
 from pydantic import Field
 
+from sluice.admission import PoolLimits
 from sluice.api.views import (
     AcceptedOut,
     Body,
@@ -15,7 +16,6 @@ from sluice.api.views import (
     document_view,
     presigned_view,
 )
-from sluice.admission import PoolLimits
 from sluice.errors import ValidationError
 from sluice.ingest.documents import PoolPage, Removal
 from sluice.ingest.uploads import Accepted

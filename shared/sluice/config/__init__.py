@@ -59,7 +59,8 @@ from sluice.config.sections import (
 
 __all__ = [
     "DATABASE", "FUNCTIONS", "MIB", "AssetSettings", "AwsSettings", "BucketSettings", "ChatArrivalDeadLetterSettings",
-    "ChatContextSettings", "ChatDeadLetterSettings", "ConsoleSettings", "ChatModelSettings", "ChatQueueSettings", "ChatSettings",
+    "ChatContextSettings", "ChatDeadLetterSettings", "ChatModelSettings", "ChatQueueSettings", "ChatSettings",
+    "ConsoleSettings",
     "DatabaseSettings", "DeadLetterSettings", "DefaultEmbeddingSettings", "DevSettings", "EmbeddingSettings",
     "EncryptionSettings", "EndpointSettings", "FunctionSettings", "ImageDescriptionSettings", "IngestQueueSettings",
     "IntakeSettings", "MissingSettingError", "OcrSettings", "ParsingSettings", "PoolSettings", "RecoverySettings",
