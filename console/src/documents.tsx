@@ -63,7 +63,7 @@ export function DocumentsScreen({ kbId }: { kbId: string }) {
         setUploads((list) => list.map((u) => (u.key === key ? { ...u, ...patch } : u)));
       setUploads((list) => [...list, { key, name: file.name, size: file.size, progress: 0, state: "sending", message: "" }]);
       uploadFile(kbId, file, config, (p) => update({ progress: p })).then(
-        () => (update({ state: "accepted", progress: 1, message: "Accepted: indexing" }), reload()),
+        () => (update({ state: "accepted", progress: 1, message: "Accepted" }), reload()),
         (e) => update({ state: "failed", message: sentence(e) }),
       );
     }
@@ -209,7 +209,7 @@ function DocumentRow(props: { doc: Document; writable: boolean; act: (w: () => P
   }
   return (
     <>
-      <tr class={`doc ${d.status}`} data-status={d.status}>
+      <tr class={`doc status-${d.status}`} data-status={d.status}>
         <td class="filename">
           <span>{d.filename}</span>
           <span class="muted"> {bytes(d.filesize)}</span>

@@ -124,10 +124,11 @@ def test_create_a_base_drop_three_files_watch_one_index_and_search_it(runtime, b
     page.dispatch_event("body", "dragenter", {"dataTransfer": text_transfer(page, "just some words")})
     assert page.locator(".overlay").count() == 0
     big = (PLANTED + "\n\n" + long_text(100)).encode()
+    # broken.pdf is over the direct-upload limit (4 MB): it goes by presigned POST straight to the bucket.
     files = file_transfer(page, [
         ("planted.md", big, "text/markdown"),
         ("notes.txt", b"A short note about the harbour.", "text/plain"),
-        ("broken.pdf", b"%PDF-1.7 but nothing of a PDF follows", "application/pdf"),
+        ("broken.pdf", b"%PDF-1.7 but nothing of a PDF follows" + b"\0" * (4_500_000), "application/pdf"),
     ])
     page.dispatch_event("body", "dragenter", {"dataTransfer": files})
     overlay = page.locator(".overlay")
@@ -158,6 +159,15 @@ def test_create_a_base_drop_three_files_watch_one_index_and_search_it(runtime, b
     sentence = api.get(f"/kb/{kb_id}/documents", params={"status": "error"}).json()["documents"][0]["error_message"]
     assert failed.locator("p.error").inner_text() == sentence
     page.locator("tr.doc", has_text="notes.txt").locator(".badge.done").wait_for()
+    assert any(r.startswith(runtime.moto_url) for r in w.requests)  # the presigned POST, from the page
+    # A long paste outside a form field becomes a .txt document (seed 000).
+    page.evaluate("""(text) => {
+        const dt = new DataTransfer();
+        dt.setData('text/plain', text);
+        document.body.dispatchEvent(new ClipboardEvent('paste', {clipboardData: dt, bubbles: true}));
+    }""", "Pasted minutes of the harbour board. " * 80)
+    pasted = page.locator("tr.doc", has_text=re.compile(r"pasted-.*\.txt"))
+    pasted.locator(".badge.done").wait_for(timeout=60_000)
     shot(w, tmp_path, "documents")
     assert_accessible(w, "documents")
 
