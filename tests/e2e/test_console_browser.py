@@ -4,11 +4,16 @@ or critical violation) and Tab reaches every control. Nothing a document holds b
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import html
+import json
 import re
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import boto3
 import httpx
@@ -100,6 +105,69 @@ def test_the_page_is_served_with_strict_headers_and_the_sign_in_link_clears_its_
         token) == -1
     assert w.page.get_by_text(user).is_visible()
     shot(w, tmp_path, "signed-in")
+    assert w.csp_violations() == [] and w.errors == []
+
+
+def test_on_aws_it_signs_in_by_authorization_code_with_pkce_and_keeps_the_token_in_memory(runtime, browser,
+                                                                                           make_token, tmp_path):
+    """The identity provider is played by routes in the browser (no network): the page is the served
+    one, told an issuer and a client id as ConsoleFunction tells it on AWS, its policy allowing that
+    issuer. A fresh load signs in silently (prompt=none); the code is exchanged with the verifier whose
+    S256 challenge went to the authorization endpoint; the state is checked; the code leaves the URL."""
+    issuer, client_id = "https://idp.example.test/realm", "sluice-console"
+    token = make_token(f"oidc_{uuid.uuid4().hex[:6]}", ORG, WRITER)
+    seen: dict[str, Any] = {}
+    w = watch(browser, runtime.api_url)
+    page = w.page
+    cors = {"access-control-allow-origin": "*"}
+
+    def console_page(route: Any) -> None:
+        served = route.fetch()
+        config = html.escape(json.dumps({"issuer": issuer, "client_id": client_id, "max_upload_bytes": 1,
+                                         "direct_upload_max_bytes": 1}), quote=True)
+        body = re.sub(r'(<meta name="sluice-console" content=")[^"]*', lambda m: m.group(1) + config, served.text())
+        headers = dict(served.headers)
+        headers["content-security-policy"] = headers["content-security-policy"].replace(
+            "connect-src 'self'", "connect-src 'self' https://idp.example.test")
+        headers.pop("content-encoding", None)
+        route.fulfill(status=200, headers=headers, body=body)
+
+    def authorize(route: Any) -> None:
+        query = parse_qs(urlsplit(route.request.url).query)
+        seen["authorize"] = query
+        back = html.escape(f"{query['redirect_uri'][0]}?code=the-code&state={query['state'][0]}", quote=True)
+        # Back by a new navigation (Playwright routes a redirect's first request only).
+        route.fulfill(status=200, content_type="text/html",
+                      body=f'<meta http-equiv="refresh" content="0;url={back}">')
+
+    def exchange(route: Any) -> None:
+        form = parse_qs(route.request.post_data or "")
+        seen["token"] = form
+        verifier = form["code_verifier"][0].encode()
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=").decode()
+        if challenge == seen["authorize"]["code_challenge"][0] and form["code"] == ["the-code"]:
+            route.fulfill(status=200, headers=cors, json={"access_token": token, "token_type": "Bearer"})
+        else:
+            route.fulfill(status=400, headers=cors, json={"error": "invalid_grant"})
+
+    page.route(re.compile(r"^[^?#]*/console(\?.*)?$"), console_page)
+    page.route(f"{issuer}/.well-known/openid-configuration", lambda r: r.fulfill(status=200, headers=cors, json={
+        "issuer": issuer, "authorization_endpoint": f"{issuer}/authorize", "token_endpoint": f"{issuer}/token"}))
+    page.route(re.compile(re.escape(f"{issuer}/authorize") + r"\?.*"), authorize)
+    page.route(f"{issuer}/token", exchange)
+
+    page.goto(f"{runtime.api_url}/console")
+    page.get_by_role("heading", name="Knowledge bases").wait_for()
+    asked = seen["authorize"]
+    assert asked["prompt"] == ["none"] and asked["code_challenge_method"] == ["S256"]
+    assert asked["client_id"] == [client_id] and asked["redirect_uri"] == [f"{runtime.api_url}/console"]
+    assert seen["token"]["grant_type"] == ["authorization_code"] and seen["token"]["client_id"] == [client_id]
+    assert "code=" not in page.url and "state=" not in page.url
+    stored = page.evaluate("JSON.stringify(localStorage) + JSON.stringify(sessionStorage) + document.cookie")
+    assert token not in stored and "verifier" not in stored
+    shot(w, tmp_path, "oidc-signed-in")
+    page.get_by_role("button", name="Sign out").click()
+    page.get_by_role("button", name="Sign in with your identity provider").wait_for()
     assert w.csp_violations() == [] and w.errors == []
 
 
