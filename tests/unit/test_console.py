@@ -114,3 +114,16 @@ def test_the_built_bundle_keeps_its_budget_and_has_no_inline_script():
     assert "<!--sluice-console-config-->" in page
     shipped = b"".join(p.read_bytes() for p in sorted((BUILT / "assets").iterdir()))
     assert len(gzip.compress(shipped, 9)) < BUDGET_GZIP_BYTES
+
+
+def test_the_local_sign_in_link_carries_a_writers_token_in_its_fragment():
+    from urllib.parse import urlsplit
+
+    from sluice.local.tokens import console_link, verify
+
+    link = urlsplit(console_link("http://127.0.0.1:8787", "a-local-secret-of-thirty-two-bytes!"))
+    assert (link.scheme, link.netloc, link.path, link.query) == ("http", "127.0.0.1:8787", "/console", "")
+    assert link.fragment.startswith("token=")  # a fragment: never sent to a server, nor logged
+    claims = verify("a-local-secret-of-thirty-two-bytes!", link.fragment.removeprefix("token="))
+    assert (claims["sub"], claims["org_id"]) == ("alice", "acme")
+    assert claims["permissions"] == ["collections:view", "collections:edit"] and claims["is_app_admin"] is False
