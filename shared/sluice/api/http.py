@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
@@ -102,7 +102,7 @@ def build_resolver() -> SluiceResolver:
     return app
 
 
-def refuse_unknown_query(app: Any, next_middleware: Any) -> Response[Any]:
+def refuse_unknown_query(app: Any, next_middleware: Callable[[Any], Response[Any]]) -> Response[Any]:
     """A query parameter the route does not take is refused by its name (400), never ignored: a client
     that misspells ``status`` learns it, instead of reading every document as if filtered."""
     route = app.context.get("_route")
