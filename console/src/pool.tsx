@@ -72,7 +72,8 @@ export function PoolScreen() {
         </section>
       ) : null}
       <ErrorLine error={actionError} />
-      {page ? (
+      {page && page.documents.length === 0 ? <p>No documents in your pool yet.</p> : null}
+      {page && page.documents.length ? (
         <table class="list">
           <thead>
             <tr>
