@@ -208,6 +208,7 @@ function SourceRuns(props: { kbId: string; sourceId: string; writable: boolean }
               <th scope="col">Listed</th>
               <th scope="col">New</th>
               <th scope="col">Updated</th>
+              <th scope="col">Ignored</th>
               <th scope="col">Failed</th>
               <th scope="col">Removed</th>
               <th scope="col">Why it failed</th>
@@ -223,6 +224,7 @@ function SourceRuns(props: { kbId: string; sourceId: string; writable: boolean }
                 <td>{r.counts.listed}</td>
                 <td>{r.counts.new}</td>
                 <td>{r.counts.updated}</td>
+                <td>{r.counts.ignored}</td>
                 <td>{r.counts.failed}</td>
                 <td>{r.counts.removed}</td>
                 <td>{r.error ?? ""}</td>
