@@ -22,6 +22,7 @@ from sluice.config.sections import (
     ChatArrivalDeadLetterSettings,
     ChatDeadLetterSettings,
     ChatQueueSettings,
+    ConsoleSettings,
     DatabaseSettings,
     DeadLetterSettings,
     DefaultEmbeddingSettings,
@@ -30,12 +31,14 @@ from sluice.config.sections import (
     EndpointSettings,
     IngestQueueSettings,
     OcrSettings,
+    PoolSettings,
     RerankerSettings,
     Section,
     StageQueueSettings,
     SyncDueQueueSettings,
     SyncWorkflowSettings,
     TeardownWorkflowSettings,
+    UploadSettings,
 )
 
 
@@ -53,12 +56,17 @@ class UploadsFunction(IntakeSettings, FunctionSettings, BucketSettings, Encrypti
     pass
 
 
-class DocumentsFunction(FunctionSettings, BucketSettings, IngestQueueSettings):
-    """A document's detail and download link, and a retry sent to the ingest queue."""
+class DocumentsFunction(FunctionSettings, BucketSettings, IngestQueueSettings, PoolSettings):
+    """A document's detail and download link, a retry sent to the ingest queue, a private pool's limits."""
 
 
 class SearchFunction(FunctionSettings, EmbeddingSettings, EndpointSettings, RerankerSettings):
     """A query is embedded with the collection's model, its candidates reranked by the deployment's."""
+
+
+class ConsoleFunction(AwsSettings, ConsoleSettings, UploadSettings, BucketSettings, EncryptionSettings):
+    """The console's page and assets (R-UI-1): no database; the upload ceiling its drop overlay states, and
+    the bucket a presigned POST goes to, whose origin its Content-Security-Policy allows."""
 
 
 class SourcesFunction(SyncContextSettings, FunctionSettings, SyncWorkflowSettings):
@@ -144,12 +152,12 @@ class TeardownSweepFunction(TeardownContextSettings, FunctionSettings, TeardownW
     pass
 
 
-FUNCTIONS: dict[str, type[FunctionSettings]] = {
+FUNCTIONS: dict[str, type[Section]] = {
     cls.__name__: cls
     for cls in (KbFunction, UploadsFunction, DocumentsFunction, SearchFunction, SourcesFunction, TeardownsFunction,
                 ChatFilesFunction, ChatFunction, ParseFunction, ChunkFunction, EmbedFunction, DeadLetterFunction,
                 ReaperFunction, MigrateFunction, ChatArrivalFunction, ChatWorkerFunction, SyncTaskFunction,
-                SyncScheduleFunction, TeardownFunction, TeardownSweepFunction)
+                SyncScheduleFunction, TeardownFunction, TeardownSweepFunction, ConsoleFunction)
 }
 
 
