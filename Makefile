@@ -41,7 +41,7 @@ PGVECTOR_TAG   ?= v0.8.6
 PGVECTOR_URL   ?= https://github.com/pgvector/pgvector
 PGVECTOR_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sluice/pgvector-$(PGVECTOR_TAG)
 PGVECTOR_CLONE_TIMEOUT ?= 20
-install: $(VENV)/.installed $(MODEL) libreoffice tesseract
+install: $(VENV)/.installed $(MODEL) libreoffice tesseract console chromium
 	@pg_config=$$($(BIN)/python -W ignore -c 'import os, pgserver; print(os.path.join(os.path.dirname(pgserver.__file__), "pginstall", "bin", "pg_config"))'); \
 	version_of() { sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$$1" 2>/dev/null; }; \
 	have=$$(version_of "$$($$pg_config --sharedir)/extension/vector.control"); \
@@ -130,6 +130,50 @@ tesseract:
 		fi; \
 	fi
 
+# The console (R-UI-1): TypeScript and Preact, built by Vite into functions/console/static, which the SAM
+# build packages with ConsoleFunction only. npm ci installs exactly package-lock.json; the build runs again
+# only when a source changed. Without node and npm one line says so, and /console answers 503 saying how.
+CONSOLE_SOURCES := $(shell find console -path console/node_modules -prune -o -type f -print 2>/dev/null)
+.PHONY: console
+console:
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "Console: not built: no node/npm on this machine (docs/guides/console.md)"; \
+	else \
+		$(MAKE) --no-print-directory functions/console/static/index.html; \
+	fi
+
+console/node_modules/.package-lock.json: console/package.json console/package-lock.json
+	cd console && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+functions/console/static/index.html: console/node_modules/.package-lock.json $(CONSOLE_SOURCES)
+	cd console && npm run --silent build -- --logLevel warn
+	@echo "Console: built into functions/console/static ($$(cd functions/console/static && cat assets/* | gzip -9 | wc -c) bytes gzipped)"
+
+# The console's browser tests drive Debian's Chromium through Playwright (never Playwright's own browser
+# download). As root on a Debian-like machine, install it; CHROMIUM=no skips it, and the tests skip saying so.
+CHROMIUM ?= yes
+.PHONY: chromium
+chromium:
+	@found=$$(command -v chromium || command -v chromium-browser || true); \
+	if [ -n "$$found" ]; then \
+		echo "Chromium: $$found (the console's browser tests)"; \
+	elif [ "$(CHROMIUM)" = no ]; then \
+		echo "Chromium: not installed (CHROMIUM=no): the console's browser tests skip"; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "Chromium: not installed: no apt-get on this machine; the console's browser tests skip"; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "Chromium: not installed: apt-get needs root; the console's browser tests skip"; \
+	else \
+		mkdir -p $(VENV); log="$(VENV)/chromium-install.log"; : >"$$log"; \
+		install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >>"$$log" 2>&1; }; \
+		if install || { apt-get update -qq >>"$$log" 2>&1 && install; }; then \
+			echo "Chromium: installed Debian's chromium (the console's browser tests)"; \
+		else \
+			echo "Chromium: not installed: apt-get install chromium failed, see $$log; the console's browser tests skip"; \
+		fi; \
+	fi
+
 # The torch path the ONNX model is checked against (the agreement test, the benchmarks); nothing
 # at run time needs it. torch first, as the CPU build that lies on this disk: a plain `torch`
 # requirement would pull a multi-GB CUDA build through sentence-transformers.
@@ -215,6 +259,7 @@ sam: $(SAM)
 # In the source folder: for a makefile layer SAM would otherwise first copy the whole tree, venvs
 # included (a minute, and a GB of disk, per layer).
 build: install $(SAM)
+	@test -f functions/console/static/index.html || echo "make build: the console is not built (no npm): /console will answer 503 saying so"
 	@test -n "$(LAMBDA_PYTHON)" || { echo "make build: no python3.12 (the functions' runtime) on PATH or in ~/.pyenv/versions"; exit 1; }
 	PATH="$(dir $(LAMBDA_PYTHON)):$$PATH" LAMBDA_PYTHON="$(LAMBDA_PYTHON)" \
 		$(SAM) build --build-in-source --build-dir $(BUILD_DIR)
@@ -287,4 +332,5 @@ build-ModelLayer:
 	$(BIN)/sluice model export --out "$(ARTIFACTS_DIR)/python/sluice/_models" $(LAMBDA_MODEL_EXPORT)
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .aws-sam .sluice .pytest_cache .mypy_cache .ruff_cache .lint-cache
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .aws-sam .sluice .pytest_cache .mypy_cache .ruff_cache .lint-cache \
+		console/node_modules functions/console/static

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
+from sluice import admission
 from sluice.api.http import build_resolver, principal, respond
 from sluice.api.responses import accepted
 from sluice.api.views import (
@@ -46,10 +47,13 @@ def supported_formats() -> SupportedFormatsOut:
 
 @app.get("/kb/<kb_id>/documents", summary="A base's documents, newest first")
 def list_documents(kb_id: str, limit: Annotated[int, Query(ge=1, le=200)] = 50,
-                   offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0) -> DocumentsOut:
+                   offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+                   status: Annotated[Literal["processing", "done", "error"] | None,
+                                     Query(description="Only documents with this status; total counts them.")] = None,
+                   ) -> DocumentsOut:
     p = principal(app)
     with transaction() as conn:
-        page = documents.list_documents(conn, p, kb_id, limit=limit, offset=offset)
+        page = documents.list_documents(conn, p, kb_id, limit=limit, offset=offset, status=status)
     return documents_view(page)
 
 
@@ -107,7 +111,8 @@ def list_pool(limit: Annotated[int, Query(ge=1, le=200)] = 50,
     p = principal(app)
     with transaction() as conn:
         page = documents.list_private_pool(conn, p, limit=limit, offset=offset)
-    return pool_view(page)
+        limits = admission.pool_limits(conn, p.user_id, current(DocumentsFunction))
+    return pool_view(page, limits)
 
 
 @app.delete("/pools/documents/<doc_id>", summary="The sharer deletes a shared document for every recipient")

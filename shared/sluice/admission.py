@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -81,6 +82,22 @@ def check_indexing_open(settings: PoolSettings, read_parameter: ParameterReader 
 def pool_owners(kb: KnowledgeBase) -> list[str]:
     """Whose private pool a base is: a personal base's owner's; nobody's for any other base."""
     return [kb.owner_id] if kb.scope == "personal" and kb.owner_id is not None else []
+
+
+@dataclass(frozen=True)
+class PoolLimits:
+    """What ``admit`` holds a user's private pool to, and how much of its cap is taken (the console shows it)."""
+
+    cap: int
+    held: int
+    per_minute: int
+    per_day: int
+    max_recipients: int
+
+
+def pool_limits(conn: Connection, user_id: str, settings: PoolSettings) -> PoolLimits:
+    return PoolLimits(settings.private_doc_cap, upload_quotas.private_pool_documents(conn, user_id),
+                      settings.upload_rate_per_minute, settings.upload_rate_per_day, settings.pool_max_recipients)
 
 
 def admit(conn: Connection, owners: Sequence[str], documents: int, settings: PoolSettings, *,

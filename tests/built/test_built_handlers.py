@@ -10,8 +10,11 @@ built functions, each fed the real message the previous stage's output raised in
 
 from __future__ import annotations
 
+import base64
+import gzip
 import io
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -75,6 +78,41 @@ def test_the_search_sample_event_finds_the_seeded_clause(stack, invoke_built):
     assert answer["statusCode"] == 200, answer
     results = json.loads(answer["body"])["results"]
     assert results and PENALTY in results[0]["content"]
+
+
+def console_event(path: str, route: str) -> dict[str, Any]:
+    """A public GET as the HTTP API hands it to ConsoleFunction (no authorizer on its routes)."""
+    context = {"accountId": "123456789012", "apiId": "local", "domainName": "127.0.0.1", "domainPrefix": "local",
+               "http": {"method": "GET", "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1",
+                        "userAgent": ""},
+               "requestId": "00000000-0000-0000-0000-00000000c0de", "routeKey": route, "stage": "$default",
+               "time": "29/Nov/2025:00:00:00 +0000", "timeEpoch": 1764400000000}
+    return {"version": "2.0", "routeKey": route, "rawPath": path, "rawQueryString": "",
+            "headers": {"host": "127.0.0.1", "accept-encoding": "gzip"}, "requestContext": context,
+            "isBase64Encoded": False}
+
+
+def test_the_console_function_serves_its_page_and_hashed_assets_from_its_own_package(build, invoke_built):
+    """The Vite build is packaged with ConsoleFunction (functions/console/static) and served with only
+    its layers: the page with its policy, a hashed asset cached for good."""
+    if not (build.functions["ConsoleFunction"].code / "static" / "index.html").is_file():
+        pytest.skip("the console was not built before `sam build` (no npm): `make install` builds it")
+    page = invoke_built("ConsoleFunction", console_event("/console", "GET /console"))
+    assert page["statusCode"] == 200, page
+    headers = {k.lower(): v for k, v in page["headers"].items()}
+    assert "frame-ancestors 'none'" in headers["content-security-policy"] and headers["cache-control"] == "no-store"
+    body = base64.b64decode(page["body"]) if page["isBase64Encoded"] else page["body"].encode()
+    html = (gzip.decompress(body) if headers.get("content-encoding") == "gzip" else body).decode()
+    asset = re.search(r'src="/console/assets/([^"]+\.js)"', html)
+    assert asset is not None and 'name="sluice-console"' in html
+    answer = invoke_built("ConsoleFunction", console_event(f"/console/assets/{asset.group(1)}",
+                                                          "GET /console/assets/{proxy+}"))
+    assert answer["statusCode"] == 200 and "immutable" in answer["headers"]["Cache-Control"]
+    shipped = build.functions["ConsoleFunction"].code / "static" / "assets" / asset.group(1)
+    assert answer["headers"]["Content-Encoding"] == "gzip"
+    assert gzip.decompress(base64.b64decode(answer["body"])) == shipped.read_bytes()
+    others = [n for n, fn in build.functions.items() if n != "ConsoleFunction" and (fn.code / "static").exists()]
+    assert others == []  # no other function carries the console
 
 
 def owner_client(stack: Any) -> httpx.Client:

@@ -38,6 +38,26 @@ def wait_until(check, timeout: float = 120):
     raise AssertionError("condition never held")
 
 
+def test_the_listing_filters_by_status_and_counts_what_it_filters(runtime, client_for):
+    """The console opens a base of 100,000 documents on the page of its failed ones (R-UI-2): the
+    filter is the server's, and total counts the filtered documents, not the base's."""
+    api = client_for("erin")
+    kb = new_base(api)
+    good = upload(api, kb, "good.md").json()["id"]
+    bad = upload(api, kb, "broken.pdf", b"%PDF-1.7 this is not a PDF at all").json()["id"]
+    assert wait_done(api, good)["status"] == "done"
+    assert wait_done(api, bad)["status"] == "error"
+
+    failed = api.get(f"/kb/{kb['id']}/documents", params={"status": "error"}).json()
+    assert [d["id"] for d in failed["documents"]] == [bad] and failed["total"] == 1 and failed["next_offset"] is None
+    indexed = api.get(f"/kb/{kb['id']}/documents", params={"status": "done", "limit": 1}).json()
+    assert [d["id"] for d in indexed["documents"]] == [good] and indexed["total"] == 1
+    assert api.get(f"/kb/{kb['id']}/documents", params={"status": "processing"}).json()["total"] == 0
+    assert api.get(f"/kb/{kb['id']}/documents").json()["total"] == 2
+    refused = api.get(f"/kb/{kb['id']}/documents", params={"status": "failed"})
+    assert refused.status_code == 400 and "status" in json.dumps(refused.json()["error"])
+
+
 def test_status_counts_listing_content_file_and_delete(runtime, client_for):
     api = client_for("erin")
     kb = new_base(api)

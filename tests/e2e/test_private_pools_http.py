@@ -63,6 +63,9 @@ def test_the_cap_answers_409_doc_cap_reached(runtime, client_for, limits):
     assert [presign(api, kb).status_code for _ in range(2)] == [202, 202]
     refused = presign(api, kb)
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "DOC_CAP_REACHED"
+    # The pool says its cap and how much of it is taken, as the refusal counted it (the console shows it).
+    assert api.get("/pools/documents").json()["limits"] == {
+        "cap": 2, "held": 2, "upload_rate_per_minute": 100, "upload_rate_per_day": 50, "max_recipients": 50}
 
 
 def test_the_kill_switch_parameter_stops_uploads_while_search_keeps_working(runtime, client_for, limits):

@@ -81,11 +81,16 @@ def test_stage_queues_have_dead_letter_queues_and_partial_failures(raw):
             assert template.queues[queue].visibility_timeout >= fn.timeout, queue
 
 
-def test_only_health_and_the_api_description_are_open(raw):
+def test_only_health_the_api_description_and_the_console_are_open(raw):
     routes = parse(TEMPLATE).routes()
     assert raw["Resources"]["HttpApi"]["Properties"]["Auth"]["DefaultAuthorizer"] == "JwtAuthorizer"
-    open_routes = {(r.method, r.path) for r in routes if not r.auth}
-    assert open_routes == {("GET", "/health"), ("GET", "/openapi.json")}
+    open_routes = {(r.method, r.path, r.function) for r in routes if not r.auth}
+    assert open_routes == {("GET", "/health", "KbFunction"), ("GET", "/openapi.json", "KbFunction"),
+                           ("GET", "/console", "ConsoleFunction"),
+                           ("GET", "/console/assets/{proxy+}", "ConsoleFunction")}
+    # The console function answers nothing else: every call its page makes is an API call with a token.
+    assert {(r.method, r.path) for r in routes if r.function == "ConsoleFunction"} == {
+        ("GET", "/console"), ("GET", "/console/assets/{proxy+}")}
     assert len({(r.method, r.path) for r in routes}) == len(routes), "a route is declared twice"
 
 
@@ -167,7 +172,7 @@ def _readable_secret_kinds(raw, function):
     """The sluice:provider values whose secrets a function's role may read (GetSecretValue), the
     database secret aside; "ANY" for a statement that reads secrets whatever their tag says."""
     kinds = set()
-    for statement in _allow_statements(raw, raw["Resources"][function]["Properties"]["Policies"]):
+    for statement in _allow_statements(raw, raw["Resources"][function]["Properties"].get("Policies", [])):
         if "Template" in statement or "secretsmanager:GetSecretValue" not in _actions(statement):
             continue
         if statement is raw["Resources"]["DatabaseSecretReadPolicy"]["Properties"]["PolicyDocument"]["Statement"][0]:

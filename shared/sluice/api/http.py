@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
@@ -34,6 +34,7 @@ M = TypeVar("M", bound=BaseModel)
 # is refused before it is parsed for the route, and json's own recursion limit never answers.
 MAX_JSON_DEPTH = 32
 NUL_SENTENCE = "Must not contain a NUL character."
+UNKNOWN_QUERY_SENTENCE = "Not a query parameter this route takes."
 _GENERIC_500 = "Something went wrong on our side; try again. The service log has the details."
 
 
@@ -97,7 +98,21 @@ def build_resolver() -> SluiceResolver:
         log.exception("unhandled error")
         return error_response(SluiceError(_GENERIC_500))
 
+    app.use(middlewares=[refuse_unknown_query])
     return app
+
+
+def refuse_unknown_query(app: Any, next_middleware: Callable[[Any], Response[Any]]) -> Response[Any]:
+    """A query parameter the route does not take is refused by its name (400), never ignored: a client
+    that misspells ``status`` learns it, instead of reading every document as if filtered."""
+    route = app.context.get("_route")
+    if route is not None:
+        known = {p.alias for p in route.dependant.query_params}
+        unknown = sorted(k for k in (app.current_event.query_string_parameters or {}) if k not in known)
+        if unknown:
+            raise ValidationError("The request is not valid",
+                                  fields={name: UNKNOWN_QUERY_SENTENCE for name in unknown})
+    return next_middleware(app)
 
 
 def request_refusal(errors: Sequence[Any]) -> ValidationError:

@@ -6,6 +6,7 @@ import json
 
 from pydantic import Field
 
+from sluice.admission import PoolLimits
 from sluice.api.views import (
     AcceptedOut,
     Body,
@@ -60,19 +61,31 @@ class PoolDocumentOut(DocumentOut):
     shared_by: str | None = Field(description="Who shared it (their user id); null for the caller's own.")
 
 
+class PoolLimitsOut(Body):
+    cap: int = Field(description="Documents a private pool may hold (PRIVATE_DOC_CAP): its own and those shared "
+                                 "with its user.")
+    held: int = Field(description="Documents it holds now; an upload or share that would pass the cap is refused.")
+    upload_rate_per_minute: int = Field(description="Documents that may enter it a minute (0: no limit).")
+    upload_rate_per_day: int = Field(description="Documents that may enter it a day (0: no limit).")
+    max_recipients: int = Field(description="Users one document may be shared with at once.")
+
+
 class PoolDocumentsOut(Body):
     documents: list[PoolDocumentOut]
     total: int
     limit: int
     offset: int
     next_offset: int | None
+    limits: PoolLimitsOut = Field(description="The caller's private pool's cap and limits (R-ACC-5).")
 
 
-def pool_view(page: PoolPage) -> PoolDocumentsOut:
+def pool_view(page: PoolPage, limits: PoolLimits) -> PoolDocumentsOut:
     return PoolDocumentsOut(
         documents=[PoolDocumentOut(**document_view(e.document).model_dump(), shared=e.shared_by is not None,
                                    shared_by=e.shared_by) for e in page.entries],
-        total=page.total, limit=page.limit, offset=page.offset, next_offset=page.next_offset)
+        total=page.total, limit=page.limit, offset=page.offset, next_offset=page.next_offset,
+        limits=PoolLimitsOut(cap=limits.cap, held=limits.held, upload_rate_per_minute=limits.per_minute,
+                             upload_rate_per_day=limits.per_day, max_recipients=limits.max_recipients))
 
 
 class RecipientRemovedOut(Body):

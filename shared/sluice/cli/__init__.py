@@ -14,6 +14,7 @@ from typing import Any
 
 def _local_up(args: argparse.Namespace) -> int:
     from sluice.local.runtime import LocalRuntime
+    from sluice.local.tokens import console_link
 
     runtime = LocalRuntime(api_port=args.port, moto_port=args.moto_port, pumps=not args.no_pumps,
                            data_dir=Path(args.data_dir) if args.data_dir else None, concurrency=args.concurrency,
@@ -34,6 +35,8 @@ def _local_up(args: argparse.Namespace) -> int:
               f"PostgreSQL :{runtime.pg_port}, user postgres, password in {runtime.data_dir / PASSWORD_FILE}); "
               "moto answers, without credentials, anyone who reaches it there")
         print("sam local:   sluice local env --for-sam --out env.json  (README: Testing with sam local)")
+    print(f"Console:     {console_link(runtime.api_url, runtime.jwt_secret)}")
+    print("             (signs in as alice of org acme, a writer; docs/guides/console.md)")
     print("Get a token: sluice local token --user alice")
     print(f"Then:        curl -H \"Authorization: Bearer $TOKEN\" {runtime.api_url}/kb")
     if failed or originals:

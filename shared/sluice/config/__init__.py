@@ -32,6 +32,7 @@ from sluice.config.sections import (
     ChatModelSettings,
     ChatQueueSettings,
     ChatSettings,
+    ConsoleSettings,
     DatabaseSettings,
     DeadLetterSettings,
     DefaultEmbeddingSettings,
@@ -59,6 +60,7 @@ from sluice.config.sections import (
 __all__ = [
     "DATABASE", "FUNCTIONS", "MIB", "AssetSettings", "AwsSettings", "BucketSettings", "ChatArrivalDeadLetterSettings",
     "ChatContextSettings", "ChatDeadLetterSettings", "ChatModelSettings", "ChatQueueSettings", "ChatSettings",
+    "ConsoleSettings",
     "DatabaseSettings", "DeadLetterSettings", "DefaultEmbeddingSettings", "DevSettings", "EmbeddingSettings",
     "EncryptionSettings", "EndpointSettings", "FunctionSettings", "ImageDescriptionSettings", "IngestQueueSettings",
     "IntakeSettings", "MissingSettingError", "OcrSettings", "ParsingSettings", "PoolSettings", "RecoverySettings",
@@ -74,7 +76,7 @@ S = TypeVar("S", bound=Section)
 class Settings(StageSettings, SyncContextSettings, ChatContextSettings, TeardownContextSettings, FunctionSettings,
                EncryptionSettings, EndpointSettings, StageQueueSettings, DeadLetterSettings, RerankerSettings,
                SyncWorkflowSettings, SyncDueQueueSettings, TeardownWorkflowSettings, ChatQueueSettings,
-               ChatDeadLetterSettings, ChatArrivalDeadLetterSettings, DevSettings):
+               ChatDeadLetterSettings, ChatArrivalDeadLetterSettings, ConsoleSettings, DevSettings):
     """Every section at once: what the command line, the local runtime and the tests read. A
     deployed function reads its own model (``FUNCTIONS``), never this."""
 

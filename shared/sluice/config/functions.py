@@ -22,6 +22,7 @@ from sluice.config.sections import (
     ChatArrivalDeadLetterSettings,
     ChatDeadLetterSettings,
     ChatQueueSettings,
+    ConsoleSettings,
     DatabaseSettings,
     DeadLetterSettings,
     DefaultEmbeddingSettings,
@@ -37,6 +38,7 @@ from sluice.config.sections import (
     SyncDueQueueSettings,
     SyncWorkflowSettings,
     TeardownWorkflowSettings,
+    UploadSettings,
 )
 
 
@@ -55,12 +57,17 @@ class UploadsFunction(IntakeSettings, FunctionSettings, BucketSettings, Encrypti
 
 
 class DocumentsFunction(FunctionSettings, BucketSettings, IngestQueueSettings, PoolSettings):
-    """A document's detail and download link, and a retry sent to the ingest queue (admitted as an upload
-    is: the kill switch, the pool's limits, DOCUMENT_MAX_RETRIES)."""
+    """A document's detail and download link, a private pool's limits, and a retry sent to the ingest queue
+    (admitted as an upload is: the kill switch, the pool's limits, DOCUMENT_MAX_RETRIES)."""
 
 
 class SearchFunction(FunctionSettings, EmbeddingSettings, EndpointSettings, RerankerSettings):
     """A query is embedded with the collection's model, its candidates reranked by the deployment's."""
+
+
+class ConsoleFunction(AwsSettings, ConsoleSettings, UploadSettings, BucketSettings, EncryptionSettings):
+    """The console's page and assets (R-UI-1): no database; the upload ceiling its drop overlay states, and
+    the bucket a presigned POST goes to, whose origin its Content-Security-Policy allows."""
 
 
 class SourcesFunction(SyncContextSettings, FunctionSettings, SyncWorkflowSettings):
@@ -146,12 +153,12 @@ class TeardownSweepFunction(TeardownContextSettings, FunctionSettings, TeardownW
     pass
 
 
-FUNCTIONS: dict[str, type[FunctionSettings]] = {
+FUNCTIONS: dict[str, type[Section]] = {
     cls.__name__: cls
     for cls in (KbFunction, UploadsFunction, DocumentsFunction, SearchFunction, SourcesFunction, TeardownsFunction,
                 ChatFilesFunction, ChatFunction, ParseFunction, ChunkFunction, EmbedFunction, DeadLetterFunction,
                 ReaperFunction, MigrateFunction, ChatArrivalFunction, ChatWorkerFunction, SyncTaskFunction,
-                SyncScheduleFunction, TeardownFunction, TeardownSweepFunction)
+                SyncScheduleFunction, TeardownFunction, TeardownSweepFunction, ConsoleFunction)
 }
 
 

@@ -165,6 +165,19 @@ class PoolSettings(Section):
     document_max_retries: int = Field(3, ge=0, alias="DOCUMENT_MAX_RETRIES")
 
 
+# --- the console (R-UI-1) -----------------------------------------------------------------------
+
+class ConsoleSettings(Section):
+    """What the console page is told and may reach: the deployment's token issuer and the console's
+    OpenID Connect client (ConsoleClientId; empty: no sign-in redirect, a pasted token only), and any
+    origin besides the issuer's that its sign-in must call (an IdP whose token endpoint lives elsewhere,
+    as Cognito's hosted domain does). The Content-Security-Policy allows these and nothing else."""
+
+    console_issuer: str = Field("", alias="CONSOLE_ISSUER")
+    console_client_id: str = Field("", alias="CONSOLE_CLIENT_ID")
+    console_connect_origins: str = Field("", alias="CONSOLE_CONNECT_ORIGINS")
+
+
 # --- parsing -----------------------------------------------------------------------------------
 
 class ParsingSettings(Section):

@@ -301,16 +301,20 @@ def delete(conn: Connection, doc_id: uuid.UUID) -> bool:
     return conn.execute("DELETE FROM documents WHERE id = %s", (doc_id,)).rowcount > 0
 
 
-def list_for_kb(conn: Connection, kb_id: uuid.UUID, *, limit: int, offset: int) -> list[Document]:
+def list_for_kb(conn: Connection, kb_id: uuid.UUID, *, limit: int, offset: int,
+                status: str | None = None) -> list[Document]:
+    """A page of a base's documents, newest first; with ``status``, only those in it."""
     rows = conn.execute(
-        f"SELECT {_FIELDS} FROM documents WHERE kb_id = %s ORDER BY created_at DESC, id LIMIT %s OFFSET %s",
-        (kb_id, limit, offset),
+        f"SELECT {_FIELDS} FROM documents WHERE kb_id = %s AND (%s::text IS NULL OR status = %s) "
+        "ORDER BY created_at DESC, id LIMIT %s OFFSET %s",
+        (kb_id, status, status, limit, offset),
     ).fetchall()
     return [Document(**r) for r in rows]
 
 
-def count_for_kb(conn: Connection, kb_id: uuid.UUID) -> int:
-    row = conn.execute("SELECT count(*) AS n FROM documents WHERE kb_id = %s", (kb_id,)).fetchone()
+def count_for_kb(conn: Connection, kb_id: uuid.UUID, status: str | None = None) -> int:
+    row = conn.execute("SELECT count(*) AS n FROM documents WHERE kb_id = %s AND (%s::text IS NULL OR status = %s)",
+                       (kb_id, status, status)).fetchone()
     assert row is not None
     return int(row["n"])
 

@@ -90,10 +90,12 @@ class DocumentPage:
         return end if end < self.total else None
 
 
-def list_documents(conn: Connection, p: Principal, kb_id: str, *, limit: int, offset: int) -> DocumentPage:
+def list_documents(conn: Connection, p: Principal, kb_id: str, *, limit: int, offset: int,
+                   status: str | None = None) -> DocumentPage:
+    """A page of a base's documents, newest first, and how many there are (of ``status``, when given)."""
     kb = resolve_base(conn, p, kb_id)
-    return DocumentPage(doc_repo.list_for_kb(conn, kb.id, limit=limit, offset=offset),
-                        doc_repo.count_for_kb(conn, kb.id), limit, offset)
+    return DocumentPage(doc_repo.list_for_kb(conn, kb.id, limit=limit, offset=offset, status=status),
+                        doc_repo.count_for_kb(conn, kb.id, status), limit, offset)
 
 
 # --- content and file --------------------------------------------------------------------------

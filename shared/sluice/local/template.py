@@ -54,7 +54,9 @@ class Route:
     auth: bool
 
     def pattern(self) -> re.Pattern[str]:
-        regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(self.path))
+        # {name} is one path segment; {name+} (a greedy proxy path, as API Gateway reads it) the rest.
+        regex = re.sub(r"\\\{(\w+)\\\+\\\}", r"(?P<\1>.+)", re.escape(self.path))
+        regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", regex)
         return re.compile(f"^{regex}$")
 
 

@@ -62,3 +62,16 @@ def dev_secret(data_dir: Path, configured: str = "") -> str:
         with os.fdopen(fd, "w") as out:
             out.write(secrets.token_urlsafe(32))
     return path.read_text().strip()
+
+
+# The dev user the sign-in link `sluice local up` prints signs in as: a writer of the org "acme".
+CONSOLE_USER, CONSOLE_ORG = "alice", "acme"
+CONSOLE_PERMISSIONS = ("collections:view", "collections:edit")
+
+
+def console_link(api_url: str, secret: str, *, ttl_seconds: int = 12 * 3600) -> str:
+    """The console's address with a dev user's token in its fragment: a fragment never reaches a
+    server (nor a log), and the page takes the token and clears it before anything else (R-UI-1)."""
+    token = mint(secret, user=CONSOLE_USER, org=CONSOLE_ORG, permissions=list(CONSOLE_PERMISSIONS),
+                 ttl_seconds=ttl_seconds)
+    return f"{api_url}/console#token={token}"

@@ -88,6 +88,19 @@ def test_a_query_value_out_of_range_is_a_400_naming_it():
     assert code == 400 and "limit" in error(answer)["details"]["fields"]
 
 
+def test_a_query_parameter_the_route_does_not_take_is_a_400_naming_it():
+    assert call("GET", "/things/x", query={"limit": "3"}, params={"thing_id": "x"}) == (200, {"name": "x:3"})
+    code, answer = call("GET", "/things/x", query={"limit": "3", "stauts": "error", "page": "2"},
+                        params={"thing_id": "x"})
+    assert code == 400
+    detail = error(answer)
+    assert detail["code"] == "VALIDATION_ERROR"
+    assert detail["details"]["fields"] == {"page": "Not a query parameter this route takes.",
+                                           "stauts": "Not a query parameter this route takes."}
+    code, answer = call("POST", "/things", json.dumps({"name": "lamp"}), query={"x": "1"})
+    assert code == 400 and list(error(answer)["details"]["fields"]) == ["x"]
+
+
 @pytest.mark.parametrize("body, field", [
     (json.dumps({"name": "a\u0000b"}), "name"),
     (json.dumps({"name": "x", "tags": ["ok", "bad\u0000"]}), "tags.1"),

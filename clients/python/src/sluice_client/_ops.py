@@ -114,9 +114,11 @@ def presign_upload(kb_id: str, filename: str, size: int | None = None, *, organi
                         **_metadata(organizational_unit, document_type, document_date, ingestion)))
 
 
-def list_documents(kb_id: str, *, limit: int | None = None, offset: int | None = None) -> Op[m.DocumentsOut]:
+def list_documents(kb_id: str, *, limit: int | None = None, offset: int | None = None,
+                   status: str | None = None) -> Op[m.DocumentsOut]:
+    """A page of a base's documents, newest first; ``status`` (processing, done, error) filters on the server."""
     return Op("GET", f"/kb/{_p(kb_id)}/documents", model(m.DocumentsOut), safe=True,
-              params={"limit": limit, "offset": offset})
+              params={"limit": limit, "offset": offset, "status": status})
 
 
 def get_document(doc_id: str) -> Op[m.DocumentOut]:

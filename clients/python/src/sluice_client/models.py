@@ -512,6 +512,15 @@ class PoolDocumentsOut(SluiceModel):
     limit: int
     offset: int
     next_offset: int | None
+    limits: PoolLimitsOut = Field(description="The caller's private pool's cap and limits (R-ACC-5).")
+
+
+class PoolLimitsOut(SluiceModel):
+    cap: int = Field(description='Documents a private pool may hold (PRIVATE_DOC_CAP): its own and those shared with its user.')
+    held: int = Field(description='Documents it holds now; an upload or share that would pass the cap is refused.')
+    upload_rate_per_minute: int = Field(description='Documents that may enter it a minute (0: no limit).')
+    upload_rate_per_day: int = Field(description='Documents that may enter it a day (0: no limit).')
+    max_recipients: int = Field(description='Users one document may be shared with at once.')
 
 
 class PresignChatFile(SluiceModel):
@@ -955,6 +964,7 @@ PagesOut.model_rebuild()
 ParsersOut.model_rebuild()
 PoolDocumentOut.model_rebuild()
 PoolDocumentsOut.model_rebuild()
+PoolLimitsOut.model_rebuild()
 PresignChatFile.model_rebuild()
 PresignRequest.model_rebuild()
 PresignedAcceptedOut.model_rebuild()
@@ -1050,6 +1060,7 @@ __all__ = [
     'ParsersOut',
     'PoolDocumentOut',
     'PoolDocumentsOut',
+    'PoolLimitsOut',
     'PresignChatFile',
     'PresignRequest',
     'PresignedAcceptedOut',
