@@ -32,7 +32,7 @@ from sluice.ingest import documents
 from sluice.ingest.families import chat_only_extensions, kb_extensions, ocr_extensions
 from sluice.observability import http_handler
 from sluice.parsing import SUPPORTED_EXTENSIONS
-from sluice.wiring import job_queue, object_store
+from sluice.wiring import job_queue, object_store, parameter_reader
 
 app = build_resolver()
 
@@ -140,7 +140,8 @@ def revoke_recipient(doc_id: str, user_id: str) -> RecipientRemovedOut:
 def retry_document(doc_id: str) -> Response[DocumentOut]:
     p = principal(app)
     with transaction() as conn:
-        doc = documents.retry_document(conn, p, object_store(), doc_id)
+        doc = documents.retry_document(conn, p, object_store(), doc_id, current(DocumentsFunction),
+                                       read_parameter=parameter_reader())
     documents.send_retry(job_queue(), doc)
     return respond(202, document_view(doc))
 

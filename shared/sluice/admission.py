@@ -14,7 +14,8 @@ this module.
 ``admit`` is the one check, for one pool or many at once: an upload into a personal
 base is its owner's, a shared upload is each recipient's, all or nothing; a sync into a
 private pool counts against its owner as their upload would; an archive's members are
-checked against the cap again where it is unpacked.
+checked where it is unpacked (``admit_members``): against the cap again, and against the limits for the
+members its upload did not count (a presigned or synced archive was counted as one document).
 
 The checks run under the owners' quota row locks, inside the transaction that
 writes the document row: concurrent requests queue on the lock, each sees the
@@ -31,11 +32,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sluice.config import PoolSettings
-from sluice.db import upload_quotas
+from sluice.config import OcrSettings, PoolSettings
+from sluice.db import ocr_usage, upload_quotas
 from sluice.db.connection import Connection
 from sluice.db.knowledge_bases import KnowledgeBase
-from sluice.errors import DocCapReachedError, IndexingPausedError, RateLimitError, ValidationError
+from sluice.errors import ConflictError, DocCapReachedError, IndexingPausedError, RateLimitError, ValidationError
 
 log = logging.getLogger("sluice.admission")
 
@@ -44,9 +45,9 @@ DAY = timedelta(days=1)
 
 ParameterReader = Callable[..., str | None]
 
-# How the documents arrive: a refusal's words differ, and an unpack is checked against the cap only
-# (its archive was counted when it was uploaded).
-Via = Literal["upload", "sync", "unpack"]
+# How the documents arrive: a refusal's words differ, and a retry is checked against the limits only (its
+# document is in the pool already). An archive's members at unpack go through ``admit_members``.
+Via = Literal["upload", "sync", "retry"]
 
 _ON = frozenset({"true", "1", "yes", "on", "paused"})
 
@@ -115,12 +116,44 @@ def admit(conn: Connection, owners: Sequence[str], documents: int, settings: Poo
     if not owners or documents <= 0:
         return
     now = upload_quotas.lock_users(conn, owners)
+    if via != "retry":
+        _check_room(conn, owners, documents, settings, shared=shared, unpacking=False)
+    _check_rates(conn, owners, documents, documents, settings, now, shared=shared, syncing=via == "sync")
+
+
+def admit_members(conn: Connection, owners: Sequence[str], members: int, new_rows: int, counted: int,
+                  settings: PoolSettings, *, shared: bool = False) -> int:
+    """An archive unpacked in the pipeline (R-ARC-2): its ``members`` enter the owners' pools.
+
+    The cap is checked for the ``new_rows`` not yet written (a redelivery finds some written). The
+    limits count every member as a direct upload's members are counted (issue 37): the archive and its
+    members are one upload of ``members + 1`` documents, refused in the same words, and the members not
+    ``counted`` yet (a direct upload counted them when it was accepted; a presigned or synced archive was
+    counted as one) are recorded now. Returns how many members are counted after this, for the row.
+    """
+    if not owners or members <= 0:
+        return counted
+    now = upload_quotas.lock_users(conn, owners)
+    if new_rows > 0:
+        _check_room(conn, owners, new_rows, settings, shared=shared, unpacking=True)
+    uncounted = members - counted
+    if uncounted > 0:
+        _check_rates(conn, owners, members + 1, uncounted, settings, now, shared=shared, syncing=False)
+    return max(members, counted)
+
+
+def _check_room(conn: Connection, owners: Sequence[str], documents: int, settings: PoolSettings, *,
+                shared: bool, unpacking: bool) -> None:
     full = {u: held for u in owners
             if (held := upload_quotas.private_pool_documents(conn, u)) + documents > settings.private_doc_cap}
     if full:
-        raise _no_room(full, documents, settings, shared=shared, unpacking=via == "unpack")
-    if via == "unpack":
-        return
+        raise _no_room(full, documents, settings, shared=shared, unpacking=unpacking)
+
+
+def _check_rates(conn: Connection, owners: Sequence[str], documents: int, uncounted: int, settings: PoolSettings,
+                 now: datetime, *, shared: bool, syncing: bool) -> None:
+    """Refuse an upload of ``documents`` unless its ``uncounted`` ones fit every owner's windows; then
+    record those."""
     for limit, per in ((settings.upload_rate_per_minute, "a minute"), (settings.upload_rate_per_day, "a day")):
         if 0 < limit < documents:
             # No wait makes it fit: say so instead of a Retry-After that would only be waited out in vain.
@@ -129,11 +162,30 @@ def admit(conn: Connection, owners: Sequence[str], documents: int, settings: Poo
                 f"takes at most {limit} {per}; split it into smaller archives.",
                 fields={"file": f"Holds {documents} documents; at most {limit} may be uploaded {per}."},
             )
-    waits = {u: wait for u in owners if (wait := _rate_wait(conn, u, documents, settings, now)) is not None}
+    waits = {u: wait for u in owners if (wait := _rate_wait(conn, u, uncounted, settings, now)) is not None}
     if waits:
-        raise _too_many(waits, settings, shared=shared, syncing=via == "sync")
+        raise _too_many(waits, settings, shared=shared, syncing=syncing)
     for user in owners:
-        upload_quotas.record(conn, user, now, keep=DAY, count=documents)
+        upload_quotas.record(conn, user, now, keep=DAY, count=uncounted)
+
+
+# --- retries (R-DOC-5) --------------------------------------------------------------------------
+
+def admit_retry(conn: Connection, owners: Sequence[str], retries: int, settings: PoolSettings,
+                read_parameter: ParameterReader | None = None) -> None:
+    """A failed document's retry runs the whole pipeline again, OCR included, so it is an upload: the
+    kill switch stops it (503), it counts against the owners' limits as one document (429, the
+    uploads' sentence; not the cap, the document is in the pool already), and a document is retried at
+    most ``DOCUMENT_MAX_RETRIES`` times (409). ``retries`` is how many it had."""
+    check_indexing_open(settings, read_parameter)
+    cap = settings.document_max_retries
+    if retries >= cap:
+        raise ConflictError(
+            f"This document was retried {retries} times, the most a document may be (DOCUMENT_MAX_RETRIES); "
+            "upload it again instead.",
+            details={"retries": retries, "max_retries": cap},
+        )
+    admit(conn, owners, 1, settings, via="retry")
 
 
 def _no_room(full: dict[str, int], documents: int, settings: PoolSettings, *, shared: bool, unpacking: bool
@@ -229,3 +281,30 @@ def sync_deferred(conn: Connection, kb: KnowledgeBase, settings: PoolSettings) -
         return None
     now = upload_quotas.clock(conn)
     return sync_deferral(settings) if _rate_wait(conn, owners[0], 1, settings, now) is not None else None
+
+
+# --- OCR spend (issue 37) -----------------------------------------------------------------------
+# Every page OCR reads is a Textract call (or a Tesseract page of CPU), whoever's base it is in: org
+# and app bases too. A tenant (an organization, or a user outside one) gets OCR_PAGES_PER_TENANT_PER_DAY
+# pages a UTC day. A parse reads what is left before it starts and reads at most that many pages
+# (sluice.parsing.ocr ``plan_ocr`` says so in a note), then counts what it recognised: documents parsed
+# at the same moment may together pass the budget by what each found left, never more.
+
+def ocr_tenant(org_id: str | None, user_id: str | None, kb_id: object) -> str:
+    """Whose OCR budget a document spends: its organization's, else its uploader's, else its base's."""
+    if org_id:
+        return f"org:{org_id}"
+    return f"user:{user_id}" if user_id else f"base:{kb_id}"
+
+
+def ocr_pages_left(conn: Connection, tenant: str, settings: OcrSettings) -> int | None:
+    """Pages the tenant may still have OCR'd today; None where the deployment sets no budget."""
+    budget = settings.ocr_pages_per_tenant_per_day
+    if budget <= 0:
+        return None
+    return max(0, budget - ocr_usage.pages_today(conn, tenant))
+
+
+def count_ocr_pages(conn: Connection, tenant: str, pages: int) -> None:
+    if pages > 0:
+        ocr_usage.add(conn, tenant, pages)

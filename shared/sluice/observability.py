@@ -11,7 +11,6 @@ from typing import Any, Protocol
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from sluice import config
 
@@ -51,9 +50,10 @@ def http_handler(app: Resolver, *, settings: type[config.Section]) -> Handler:
     return handler
 
 
-def sqs_handler(record_handler: Callable[[SQSRecord], None], *, settings: type[config.Section]) -> Handler:
+def sqs_handler(record_handler: Callable[..., None], *, settings: type[config.Section]) -> Handler:
     """A queue function's Lambda handler: each record on its own, failed ones reported back
-    (ReportBatchItemFailures) so only they are redelivered."""
+    (ReportBatchItemFailures) so only they are redelivered. A record handler with a ``lambda_context``
+    parameter is given the invocation's context (Powertools' batch processor does that)."""
     processor = BatchProcessor(event_type=EventType.SQS)
     check = _checked_once(settings)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from sluice import aws
 from sluice.access.vision import ImageDescriptionChoice
+from sluice.admission import ParameterReader
 from sluice.bases import DefaultEmbedding
 from sluice.config import (
     ChatContextSettings,
@@ -116,6 +117,11 @@ def vision_model_for(choice: ImageDescriptionChoice) -> ChatModel:
 def stage_context() -> StageContext:
     return StageContext(uow=transaction, store=object_store(), settings=current(StageSettings),
                         embedder_for=embedder_for, vision_model_for=vision_model_for)
+
+
+def parameter_reader() -> ParameterReader:
+    """Reads the kill switch's SSM parameter (INDEXING_PAUSED_PARAMETER), cached briefly."""
+    return aws.parameter_value
 
 
 def intake() -> Intake:

@@ -12,10 +12,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from sluice.parsing.ocr import available_languages, split_languages
+from sluice.parsing.ocr import available_languages, force_allowed, split_languages
 from sluice.parsing.options import DEFAULT_MAX_PAGES, DEFAULT_OCR_LANGUAGES, ParserOptions
 
 PARSER_RULE = "sluice_rule"
+
 CHECK_INSTALLED = "check_installed"
 MAX_PAGES_CEILING = 10_000
 PARSER_SETTINGS = ("name", "ocr", "ocr_languages", "output", "max_pages")
@@ -51,6 +52,16 @@ class _ParserFields(BaseModel):
             raise PydanticCustomError(
                 PARSER_RULE, "Maximum pages must be between 1 and {ceiling}.", {"ceiling": f"{MAX_PAGES_CEILING:,}"}
             )
+        return value
+
+    @field_validator("ocr")
+    @classmethod
+    def _force_allowed(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Checked when a config is sent; a stored ``force`` is read as ``auto`` with a note (issue 37).
+        if value == "force" and (info.context or {}).get(CHECK_INSTALLED) and not force_allowed():
+            raise PydanticCustomError(
+                PARSER_RULE, "OCR force is turned off by this deployment's operator (OCR_FORCE_ALLOWED); use auto, "
+                "which reads the pages that need it.")
         return value
 
     @field_validator("ocr_languages")

@@ -57,7 +57,8 @@ class UploadsFunction(IntakeSettings, FunctionSettings, BucketSettings, Encrypti
 
 
 class DocumentsFunction(FunctionSettings, BucketSettings, IngestQueueSettings, PoolSettings):
-    """A document's detail and download link, a retry sent to the ingest queue, a private pool's limits."""
+    """A document's detail and download link, a private pool's limits, and a retry sent to the ingest queue
+    (admitted as an upload is: the kill switch, the pool's limits, DOCUMENT_MAX_RETRIES)."""
 
 
 class SearchFunction(FunctionSettings, EmbeddingSettings, EndpointSettings, RerankerSettings):

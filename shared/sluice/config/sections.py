@@ -159,6 +159,10 @@ class PoolSettings(Section):
     upload_rate_per_day: int = Field(50, alias="UPLOAD_RATE_PER_DAY")
     # How many users one document may be shared with in one upload.
     pool_max_recipients: int = Field(50, alias="POOL_MAX_RECIPIENTS")
+    # How often one failed document may be retried (R-DOC-5). Each retry re-runs the whole pipeline, OCR
+    # (Textract) included, and is counted as an upload; three cover a provider outage and a fixed
+    # credential, and past them re-uploading (counted and checked again) is the way.
+    document_max_retries: int = Field(3, ge=0, alias="DOCUMENT_MAX_RETRIES")
 
 
 # --- the console (R-UI-1) -----------------------------------------------------------------------
@@ -188,6 +192,10 @@ class ParsingSettings(Section):
     archive_max_member_bytes: int = Field(50 * MIB, alias="ARCHIVE_MAX_MEMBER_BYTES")
     parse_timeout_seconds: int = Field(120, alias="PARSE_TIMEOUT_SECONDS")
     parse_memory_mb: int = Field(1536, alias="PARSE_MEMORY_MB")
+    # One deadline for a whole parse (issue 37): the Lambda's remaining time less this margin, kept back
+    # to write the parsed text and the row after the children and Textract (a 50 MB text to S3, a few
+    # statements); the first child, Textract and the second child all stop within it.
+    parse_deadline_margin_seconds: int = Field(20, ge=1, alias="PARSE_DEADLINE_MARGIN_SECONDS")
 
 
 class OcrSettings(Section):
@@ -202,6 +210,14 @@ class OcrSettings(Section):
     # function's limit is 300 s, the parse child's PARSE_TIMEOUT_SECONDS 120 of them).
     textract_max_concurrency: int = Field(4, ge=1, le=32, alias="TEXTRACT_MAX_CONCURRENCY")
     textract_seconds: float = Field(120, gt=0, le=280, alias="TEXTRACT_SECONDS")
+    # OCR spend (issue 37): a writer chooses ``ocr: force`` and ``max_pages`` up to 10,000 per upload, and
+    # every page is a Textract call (or a Tesseract page of CPU). The operator's ceiling on the pages one
+    # document is OCR'd (the collection's default, 1,000); whether ``force`` (every page, text or not)
+    # may be asked for at all; and the pages one tenant (an organization, or a user outside one) may
+    # have OCR'd a day, org and app bases included: 20,000 is about $30 of Textract a day. 0: no budget.
+    ocr_max_pages_per_document: int = Field(1000, ge=0, le=10_000, alias="OCR_MAX_PAGES_PER_DOCUMENT")
+    ocr_force_allowed: bool = Field(True, alias="OCR_FORCE_ALLOWED")
+    ocr_pages_per_tenant_per_day: int = Field(20_000, ge=0, alias="OCR_PAGES_PER_TENANT_PER_DAY")
 
 
 # --- embedding ---------------------------------------------------------------------------------

@@ -66,6 +66,8 @@ class Document:
     # R-PARSE-7: the parser that read the document, and the pages OCR recognised (None: OCR off).
     parser: str | None = None
     ocr_pages: int | None = None
+    # An archive: how many of its members count against its owners' upload limits already (issue 37).
+    members_admitted: int = 0
 
     def __post_init__(self) -> None:
         self.status = DocumentStatus(self.status)
@@ -191,7 +193,7 @@ _UPDATABLE = {
     "content_hash", "storage_path", "last_failure", "source_etag", "source_sequencer",
     "progress_done", "progress_total", "redriven_attempt",
     "images_described", "images_undescribed", "image_note", "parse_notes",
-    "parser", "ocr_pages",
+    "parser", "ocr_pages", "members_admitted",
 }
 
 

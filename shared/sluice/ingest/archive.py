@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 from sluice.access.resolve import RECIPIENTS
-from sluice.admission import admit, pool_owners
+from sluice.admission import admit_members, pool_owners
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db import recipients as recipient_repo
@@ -39,12 +39,19 @@ def unpack_archive(ctx: StageContext, doc: Document, attempt: int, data: bytes, 
         kb = kb_repo.get(conn, doc.kb_id) if doc.kb_id else None
         if kb is None:
             return
+        current = doc_repo.get(conn, doc.id, for_update=True)
+        if current is None or not current.is_current(attempt):
+            raise StaleEvent(str(doc.id))  # deleted (a teardown) or moved on: nothing is filed after it
         # A redelivered unpack finds some members already written: only the new ones need room.
         new_members = len(child_ids) - doc_repo.count_existing(conn, child_ids)
         shared = kb.scope == RECIPIENTS
-        # R-ACC-6: a shared archive's members are shared as it is, and need room in every pool.
+        # R-ACC-6: a shared archive's members are shared as it is, and need room in every pool. The
+        # members its upload did not count (presigned, synced) count against the limits now (issue 37).
         owners = recipient_repo.of(conn, doc.id) if shared else pool_owners(kb)
-        admit(conn, owners, new_members, ctx.settings, shared=shared, via="unpack")
+        counted = admit_members(conn, owners, len(child_ids), new_members, current.members_admitted,
+                                ctx.settings, shared=shared)
+        if counted != current.members_admitted:
+            doc_repo.update(conn, doc.id, expect_attempt=attempt, members_admitted=counted)
     archive_path = doc.source_path or doc.filename
     unpacked: set[str] = set()
     for member, content in iter_archive_members(data, kind, ctx.budget):

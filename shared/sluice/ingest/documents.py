@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 from sluice.access import resolve_base, resolve_collection
 from sluice.access.shared import check_manager, check_recipient, is_shared
+from sluice.admission import ParameterReader, admit_retry, pool_owners
+from sluice.config import PoolSettings
 from sluice.db import documents as doc_repo
+from sluice.db import knowledge_bases as kb_repo
 from sluice.db import recipients as recipient_repo
 from sluice.db.connection import Connection
 from sluice.db.documents import Document
@@ -216,7 +219,8 @@ def delete_shared(conn: Connection, p: Principal, doc_id: str) -> Removal:
 def stored_objects(doc: Document) -> list[str]:
     """Every object Sluice holds for a document: the file, its text, its stage artifacts."""
     keys = [content_key(doc.id)]
-    stages = ("parsed", "chunks", "images")  # images: a PDF's, for the describe step (R-PARSE-6)
+    # images: a PDF's, for the describe step (R-PARSE-6); ocr: the pages Textract recognised
+    stages = ("parsed", "chunks", "images", "ocr")
     keys += [stage_key(stage, doc.id, n) for stage in stages for n in range(1, doc.attempt + 1)]
     if doc.storage_path:
         keys.append(doc.storage_path)
@@ -225,9 +229,12 @@ def stored_objects(doc: Document) -> list[str]:
 
 # --- retry (R-DOC-5) ---------------------------------------------------------------------------
 
-def retry_document(conn: Connection, p: Principal, store: ObjectStore, doc_id: str) -> Document:
+def retry_document(conn: Connection, p: Principal, store: ObjectStore, doc_id: str, settings: PoolSettings,
+                   read_parameter: ParameterReader | None = None) -> Document:
     """Open a new attempt for a failed document whose original is still stored.
 
+    A retry is an upload (issue 37): admitted like one (``admission.admit_retry``: the kill switch,
+    the limits of the pool it is in, counted for the caller in a shared one) and capped per document.
     The caller commits and then sends ``send_retry(queue, doc)``: the job is for an
     attempt the row already records, so it can never find the row behind it.
     """
@@ -242,6 +249,13 @@ def retry_document(conn: Connection, p: Principal, store: ObjectStore, doc_id: s
             "This document has no stored file to read again; upload it again instead.",
             fields={"storage_path": "No stored file."},
         )
+    if is_shared(conn, doc):
+        owners = [p.user_id]  # a recipient retries it in their own pool
+    else:
+        kb = kb_repo.get(conn, doc.kb_id) if doc.kb_id else None
+        owners = pool_owners(kb) if kb is not None else []
+    # Every attempt after the first is a retry: only ``reopen`` (here) opens one.
+    admit_retry(conn, owners, doc.attempt - 1, settings, read_parameter)
     attempt = doc.attempt + 1
     doc_repo.reopen(conn, doc.id, attempt)
     refreshed = doc_repo.get(conn, doc.id)

@@ -4,9 +4,12 @@ into the parsed-text artifact (an archive is unpacked instead, ``archive``)."""
 from __future__ import annotations
 
 import hashlib
+import json
+import time
 import uuid
 
 from sluice.access.vision import ImageDescriptionChoice
+from sluice.admission import count_ocr_pages, ocr_pages_left, ocr_tenant
 from sluice.chunking import IngestionConfig, parser_options
 from sluice.config import UploadSettings
 from sluice.db import documents as doc_repo
@@ -20,9 +23,10 @@ from sluice.ingest.runner import StageContext, run_stage
 from sluice.llm.catalog import find_chat_model
 from sluice.parsing import extract_isolated, sniff
 from sluice.parsing.images import ImageOptions
-from sluice.parsing.ocr import OCR_OFF_HINT, engine_for
+from sluice.parsing.ocr import OCR_OFF_HINT, engine_for, plan_ocr
+from sluice.parsing.ocr_engine import OcrEngine
 from sluice.parsing.options import DEFAULT_OPTIONS, ParserOptions
-from sluice.storage import content_key
+from sluice.storage import ObjectStore, content_key, stage_key
 
 
 def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
@@ -48,8 +52,10 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     if size > ctx.settings.max_upload_bytes:
         raise too_large(ctx.settings)
     parser = _parser_options(ctx, doc)
+    tenant = ocr_tenant(doc.org_id, doc.uploaded_by, doc.kb_id)
+    parser, ocr_notes = _within_ocr_limits(ctx, parser, tenant)
     kind = kb_kind(sniff(data, doc.filename), ocr=parser.ocr_on)
-    kind_notes = [kind.note] if kind.note else []
+    kind_notes = ([kind.note] if kind.note else []) + ocr_notes
     with ctx.uow() as conn:
         if not doc_repo.update(conn, doc.id, expect_attempt=attempt, filetype=kind.mime, filesize=size,
                                content_hash=hashlib.sha256(data).hexdigest(), parse_notes=kind_notes or None):
@@ -58,14 +64,16 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
         unpack_archive(ctx, doc, attempt, data, kind)
         return
     images = _image_options(ctx, doc) if kind.kind == "pdf" else None
+    until = _deadline(ctx)
     # The engine only when OCR is on: off, nothing about OCR is looked up or loaded.
-    engine = engine_for(ctx.settings.ocr_provider) if parser.ocr_on else None
+    engine = _engine(ctx, until) if parser.ocr_on else None
     try:
         if images is None and parser == DEFAULT_OPTIONS:
             # The defaults (pymupdf, OCR off, no image description): the call it always was.
-            parsed = extract_isolated(data, kind, ctx.budget)
+            parsed = extract_isolated(data, kind, ctx.budget, until=until)
         else:
-            parsed = extract_isolated(data, kind, ctx.budget, images, parser, engine)
+            parsed = extract_isolated(data, kind, ctx.budget, images, parser, engine, until=until,
+                                      recognised=StoredPages(ctx.store, stage_key("ocr", doc.id, attempt)))
     except ScannedPdfError as exc:
         if parser.ocr_on:
             raise
@@ -74,6 +82,7 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     with ctx.uow() as conn:
         doc_repo.update(conn, doc.id, expect_attempt=attempt, parse_notes=(kind_notes + parsed.notes) or None,
                         parser=parsed.parser, ocr_pages=parsed.ocr_pages)
+        count_ocr_pages(conn, tenant, parsed.ocr_pages or 0)
     if parsed.images or parsed.images_over_cap or parsed.images_unreadable:
         # The describe step (sluice.ingest.describe) puts the descriptions in and writes the rest.
         write_images(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
@@ -87,6 +96,50 @@ def _parse(ctx: StageContext, doc: Document, attempt: int) -> None:
     # The readable copy outlives the stage artifact, which a lifecycle rule expires.
     ctx.store.put(content_key(doc.id), parsed.text.encode(), content_type="text/plain; charset=utf-8")
     write_parsed(ctx.store, doc.id, attempt, kind.mime, kind.kind, parsed)
+
+
+def _deadline(ctx: StageContext) -> float | None:
+    """The whole parse's deadline on ``time.monotonic()`` (issue 37): the invocation's remaining time
+    less PARSE_DEADLINE_MARGIN_SECONDS, shared by the first child, Textract and the second child, so a
+    parse ends with a sentence before the function is killed (and redelivered to pay again)."""
+    if ctx.time_left_ms is None:
+        return None
+    return time.monotonic() + ctx.time_left_ms() / 1000 - ctx.settings.parse_deadline_margin_seconds
+
+
+def _engine(ctx: StageContext, until: float | None) -> OcrEngine:
+    provider = ctx.settings.ocr_provider
+    return engine_for(provider, until=until) if provider == "textract" else engine_for(provider)
+
+
+class StoredPages:
+    """The pages Textract recognised in one attempt, kept at ``stage/ocr/<doc>.<attempt>.json`` (the
+    stage prefix's lifecycle expires it): a redelivered parse reads them instead of sending them again."""
+
+    def __init__(self, store: ObjectStore, key: str) -> None:
+        self.store = store
+        self.key = key
+
+    def load(self) -> dict[int, str]:
+        if self.store.head(self.key) is None:
+            return {}
+        return {int(n): str(text) for n, text in json.loads(self.store.get(self.key)).items()}
+
+    def keep(self, pages: dict[int, str]) -> None:
+        self.store.put(self.key, json.dumps({str(n): t for n, t in pages.items()}).encode(),
+                       content_type="application/json")
+
+
+def _within_ocr_limits(ctx: StageContext, parser: ParserOptions, tenant: str) -> tuple[ParserOptions, list[str]]:
+    """The collection's OCR within the operator's limits (issue 37): force allowed, the pages a document
+    and what is left of the tenant's day (sluice.parsing.ocr ``plan_ocr``), and the notes that say so."""
+    if not parser.ocr_on:
+        return parser, []
+    s = ctx.settings
+    with ctx.uow() as conn:
+        left = ocr_pages_left(conn, tenant, s)
+    return plan_ocr(parser, force_allowed=s.ocr_force_allowed, max_pages_per_document=s.ocr_max_pages_per_document,
+                    pages_left_today=left, pages_per_day=s.ocr_pages_per_tenant_per_day)
 
 
 def _parser_options(ctx: StageContext, doc: Document) -> ParserOptions:

@@ -42,6 +42,9 @@ class StageContext:
     embedder_for: Callable[[EmbeddingSpec], Embedder]
     # A collection's vision model (R-PARSE-6), for the describe step; None where none can be built.
     vision_model_for: Callable[[ImageDescriptionChoice], ChatModel] | None = None
+    # The milliseconds the invocation has left (the Lambda context's get_remaining_time_in_millis), set
+    # per invocation by the parse function; None (the local runtime): only the children's own limits.
+    time_left_ms: Callable[[], int] | None = None
 
     @property
     def budget(self) -> ParseBudget:

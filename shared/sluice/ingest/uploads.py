@@ -160,7 +160,7 @@ def accept(intake: Intake, p: Principal, into: Destination, payload: Payload) ->
         config = IngestionConfig.model_validate(kb.ingestion_config)
         _validate_override(kb, config, fields.ingestion, kind or filename)
         key = rag_key(kb.collection_name, filename)
-        doc = _new_row(conn, p, kb, filename, key, fields, size, kind)
+        doc = _new_row(conn, p, kb, filename, key, fields, size, kind, members_admitted=documents - 1)
         if recipients is not None:
             assert p.org_id is not None
             recipient_repo.add(conn, doc.id, recipients, org_id=p.org_id, shared_by=p.user_id)
@@ -217,7 +217,8 @@ def _validate_override(kb: KnowledgeBase, config: IngestionConfig, override: dic
 
 
 def _new_row(conn: Connection, p: Principal, kb: KnowledgeBase, filename: str, key: str,
-             fields: DocumentFields, filesize: int | None, kind: FileKind | None) -> Document:
+             fields: DocumentFields, filesize: int | None, kind: FileKind | None, *,
+             members_admitted: int = 0) -> Document:
     return doc_repo.insert(
         conn,
         kb_id=kb.id,
@@ -234,6 +235,7 @@ def _new_row(conn: Connection, p: Principal, kb: KnowledgeBase, filename: str, k
         document_date=fields.document_date,
         uploaded_by=p.user_id,
         ingestion_override=fields.ingestion,
+        members_admitted=members_admitted,
     )
 
 

@@ -106,7 +106,8 @@ def _read_archive_listing(kind: str) -> Reader:
 def _with_parser(kind: FileKind, images: ImageOptions | None, parser: ParserOptions,
                  engine: OcrEngine | None) -> Reader | None:
     """The reader a collection's parser settings call for (R-PARSE-7); None: the kind's usual one."""
-    ocr = OcrPass(engine, parser.ocr_languages, parser.max_pages, parser.dpi) if parser.ocr_on and engine else None
+    ocr = (OcrPass(engine, parser.ocr_languages, parser.max_pages, parser.dpi, limit_note=parser.ocr_limit_note)
+           if parser.ocr_on and engine else None)
     if kind.kind == "pdf":
         from sluice.parsing.pdf import read_pdf
 

@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from sluice.parsing.budget import ParseBudget, memory_sentence
 from sluice.parsing.document import ArchiveMember, PageText, ParsedDocument
 from sluice.parsing.images import ExtractedImage, ImageOptions, ImagePlacement
 from sluice.parsing.kinds import FileKind
-from sluice.parsing.ocr_engine import OcrEngine, PageImage, Recognised
+from sluice.parsing.ocr_engine import OcrEngine, PageCache, PageImage, Recognised
 from sluice.parsing.options import ParserOptions
 from sluice.parsing.render import RenderedPage, RenderedPages
 
@@ -69,13 +70,18 @@ def _refusal_classes() -> dict[str, type[DocumentRefused]]:
 
 def extract_isolated(data: bytes, kind: FileKind, budget: ParseBudget,
                      images: ImageOptions | None = None, parser: ParserOptions | None = None,
-                     engine: OcrEngine | None = None) -> ParsedDocument:
+                     engine: OcrEngine | None = None, *, until: float | None = None,
+                     recognised: PageCache | None = None) -> ParsedDocument:
     """``extract`` in the guarded child; ``images`` (image description on) collects a PDF's images too;
     ``parser`` (a collection's parser settings) with OCR on reads scanned pages through ``engine``.
 
     Tesseract runs in the child. Another engine (Textract) needs what the child must never see
     (credentials, the network), so the child renders the pages that need OCR first, this process has
-    ``engine`` recognise them, and a second child reads the document with those answers."""
+    ``engine`` recognise them, and a second child reads the document with those answers.
+
+    ``until`` (``time.monotonic()``) is the whole parse's deadline (issue 37): each child waits at most
+    what is left of it (and at most the budget's seconds), and the engine was built with the same one.
+    ``recognised`` keeps the pages the engine read, so a redelivered parse sends none of them again."""
     header: dict[str, Any] = {"kind": asdict(kind), "budget": asdict(budget)}
     if images is not None:
         header["images"] = asdict(images)
@@ -84,17 +90,29 @@ def extract_isolated(data: bytes, kind: FileKind, budget: ParseBudget,
         if parser.ocr_on and engine is not None:
             header["ocr_engine"] = engine.name
             if engine.name != "tesseract":
-                header["recognised"] = _recognise_outside(data, header, budget, engine, parser)
-    answer = _run_child(header, data, budget)
+                header["recognised"] = _recognise_outside(data, header, budget, engine, parser, until, recognised)
+    answer = _run_child(header, data, budget, until)
     return _document_from(answer["document"])
 
 
 def _recognise_outside(data: bytes, header: dict[str, Any], budget: ParseBudget, engine: OcrEngine,
-                       parser: ParserOptions) -> list[dict[str, Any]]:
-    raw = _run_child({**header, "task": "ocr_pages"}, data, budget)["ocr_pages"]
+                       parser: ParserOptions, until: float | None, cache: PageCache | None) -> list[dict[str, Any]]:
+    raw = _run_child({**header, "task": "ocr_pages"}, data, budget, until)["ocr_pages"]
     pages = [PageImage(number=int(p["number"]), png=base64.b64decode(p["png"]), dpi=int(p["dpi"])) for p in raw]
-    answers = engine.recognise(pages, parser.ocr_languages) if pages else []
-    return [{"number": a.number, "text": a.text, "error": a.error} for a in answers]
+    known = cache.load() if cache is not None else {}
+    to_send = [page for page in pages if page.number not in known]
+    answers = {a.number: a for a in engine.recognise(to_send, parser.ocr_languages)} if to_send else {}
+    read = {n: a.text for n, a in answers.items() if a.text is not None}
+    if cache is not None and read:
+        cache.keep({**known, **read})
+    out: list[dict[str, Any]] = []
+    for page in pages:
+        if page.number in known:
+            out.append({"number": page.number, "text": known[page.number], "error": None})
+        else:
+            a = answers[page.number]
+            out.append({"number": a.number, "text": a.text, "error": a.error})
+    return out
 
 
 def render_isolated(data: bytes, kind: FileKind, budget: ParseBudget, *, max_pages: int, max_side: int,
@@ -106,7 +124,14 @@ def render_isolated(data: bytes, kind: FileKind, budget: ParseBudget, *, max_pag
     return _pages_from(_run_child(header, data, budget)["pages"])
 
 
-def _run_child(header_fields: dict[str, Any], data: bytes, budget: ParseBudget) -> dict[str, Any]:
+def _run_child(header_fields: dict[str, Any], data: bytes, budget: ParseBudget,
+               until: float | None = None) -> dict[str, Any]:
+    timeout: float = budget.timeout_seconds
+    if until is not None:
+        left = until - time.monotonic()
+        if left <= 1:
+            raise ParseTimeoutError(out_of_parse_time())
+        timeout = min(timeout, left)
     header = json.dumps(header_fields).encode() + b"\n"
     env = child_environment()
     with tempfile.TemporaryFile() as stderr:
@@ -119,10 +144,12 @@ def _run_child(header_fields: dict[str, Any], data: bytes, budget: ParseBudget) 
             start_new_session=True,  # one process group: a timeout kills soffice too
         )
         try:
-            out, _ = child.communicate(header + data, timeout=budget.timeout_seconds)
+            out, _ = child.communicate(header + data, timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(child)
             child.communicate()
+            if timeout < budget.timeout_seconds:
+                raise ParseTimeoutError(out_of_parse_time()) from None
             raise ParseTimeoutError(
                 f"Reading this document took longer than {budget.timeout_seconds} seconds, the limit for one file."
             ) from None
@@ -135,6 +162,11 @@ def _run_child(header_fields: dict[str, Any], data: bytes, budget: ParseBudget) 
         stderr.seek(max(0, stderr.tell() - _STDERR_TAIL))
         tail = stderr.read().decode("utf-8", "replace")
     return _answer(child.returncode, out, tail, budget)
+
+
+def out_of_parse_time() -> str:
+    return ("Reading this document ran out of the time its parse had (the parse function's limit, less what "
+            "is kept back to save the result); retry it, or split it into smaller files.")
 
 
 def child_environment() -> dict[str, str]:

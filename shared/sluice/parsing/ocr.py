@@ -21,11 +21,13 @@ import re
 import shutil
 import subprocess
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 from sluice.errors import OcrConfigurationError
 from sluice.parsing.ocr_engine import OcrEngine, PageImage, Recognised
+from sluice.parsing.options import ParserOptions
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +164,14 @@ def available_languages() -> frozenset[str] | None:
     return tesseract_languages()
 
 
+def force_allowed() -> bool:
+    """Whether a collection or an upload may ask for ``ocr: force`` (OCR_FORCE_ALLOWED, issue 37);
+    checked where a parser config is validated."""
+    from sluice.config import OcrSettings, current
+
+    return current(OcrSettings).ocr_force_allowed
+
+
 def engine_for(provider: str | None = None, **options: Any) -> OcrEngine:
     """The deployment's OCR engine: ``provider``, else the ``ocr_provider`` setting."""
     if provider is None:
@@ -229,8 +239,10 @@ class OcrPass:
     ``read`` is called per page that needs OCR, in order; the notes say what happened, so a page is
     never silently empty (R-PARSE-7)."""
 
-    def __init__(self, engine: OcrEngine, languages: str, max_pages: int, dpi: int = DEFAULT_DPI) -> None:
+    def __init__(self, engine: OcrEngine, languages: str, max_pages: int, dpi: int = DEFAULT_DPI, *,
+                 limit_note: str | None = None) -> None:
         self.engine = engine
+        self.limit_note = limit_note
         self.languages = languages
         self.max_pages = max_pages
         self.dpi = dpi
@@ -269,7 +281,10 @@ class OcrPass:
                 f"OCR could not read {_pages(len(self.failed))} ({pages}{more}): {'; '.join(reasons)}; "
                 "their text is missing"
             )
-        if self.left_out:
+        if self.left_out and self.limit_note is not None:
+            left = f"{_pages(self.left_out)} that needed it {'was' if self.left_out == 1 else 'were'} not recognised"
+            out.append(self.limit_note.format(pages=left))
+        elif self.left_out:
             out.append(
                 f"OCR stopped at the {self.max_pages:,}-page limit (ingestion_config.parser.max_pages): "
                 f"{_pages(self.left_out)} that needed it {'was' if self.left_out == 1 else 'were'} not recognised"
@@ -279,6 +294,41 @@ class OcrPass:
 
 def _pages(count: int) -> str:
     return f"{count:,} page" if count == 1 else f"{count:,} pages"
+
+
+# --- OCR spend (issue 37): the operator's limits over what a writer asks for ----------------------
+
+FORCE_OFF = ("OCR force is turned off by this deployment's operator (OCR_FORCE_ALLOWED): pages were read as with "
+             "ocr: auto")
+
+
+def budget_spent(per_day: int) -> str:
+    """The note for a tenant whose daily OCR pages are spent, with ``{pages}`` for what was left out."""
+    return (f"OCR stopped at this account's budget of {_pages(per_day)} a day (OCR_PAGES_PER_TENANT_PER_DAY), "
+            "spent until midnight UTC: {pages}; retry the document then")
+
+
+def plan_ocr(parser: ParserOptions, *, force_allowed: bool, max_pages_per_document: int,
+             pages_left_today: int | None, pages_per_day: int) -> tuple[ParserOptions, list[str]]:
+    """What OCR a document gets: the writer's ``parser`` within the operator's limits. ``force`` is read
+    as ``auto`` where it is disallowed (a note says so); the pages are the least of the writer's
+    ``max_pages``, the operator's per-document ceiling and what is left of the tenant's day (None: no
+    budget), and a note names whichever stopped it. Off: nothing changes."""
+    if not parser.ocr_on:
+        return parser, []
+    notes: list[str] = []
+    if parser.ocr == "force" and not force_allowed:
+        parser = replace(parser, ocr="auto")
+        notes.append(FORCE_OFF)
+    limit, note = parser.max_pages, None
+    if max_pages_per_document < limit:
+        limit = max_pages_per_document
+        note = (f"OCR stopped at this deployment's limit of {_pages(limit)} a document (OCR_MAX_PAGES_PER_DOCUMENT): "
+                "{pages}")
+    if pages_left_today is not None and pages_left_today < limit:
+        limit = max(0, pages_left_today)
+        note = budget_spent(pages_per_day)
+    return replace(parser, max_pages=limit, ocr_limit_note=note), notes
 
 
 class PrecomputedEngine:

@@ -26,6 +26,18 @@ class Recognised:
     error: str | None
 
 
+class PageCache(Protocol):
+    """The pages an out-of-child engine (Textract) already recognised for this document and attempt, kept
+    outside the process so that a redelivery of the same parse sends none of them again (issue 37)."""
+
+    def load(self) -> dict[int, str]:
+        """Page number to recognised text; empty when nothing is kept."""
+        ...
+
+    def keep(self, pages: dict[int, str]) -> None:
+        ...
+
+
 class OcrEngine(Protocol):
     name: str  # "tesseract" | "textract"
 

@@ -24,6 +24,9 @@ class ParserOptions:
     output: str | None = None
     max_pages: int = DEFAULT_MAX_PAGES
     dpi: int = 300
+    # Why OCR stops at ``max_pages`` when it is the operator's limit, not the writer's (sluice.parsing.ocr
+    # ``plan_ocr``): the note's words, with ``{pages}`` for what was left out. None: the writer's limit.
+    ocr_limit_note: str | None = None
 
     @property
     def ocr_on(self) -> bool:

@@ -22,6 +22,7 @@ so the document's note counts it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import struct
 import threading
@@ -99,10 +100,13 @@ class TextractEngine:
 
     name = "textract"
 
-    def __init__(self, client: Any, *, max_concurrency: int, retry: RetryPolicy) -> None:
+    def __init__(self, client: Any, *, max_concurrency: int, retry: RetryPolicy, until: float | None = None) -> None:
         self._client = client
         self._concurrency = max(1, max_concurrency)
         self._retry = retry
+        # The whole parse's deadline on ``retry.clock`` (issue 37): the pages' time is the least of
+        # TEXTRACT_SECONDS and what the parse has left when they are sent.
+        self._until = until
 
     def languages(self) -> frozenset[str] | None:
         # Textract detects its languages by itself and takes no setting for them.
@@ -112,7 +116,11 @@ class TextractEngine:
         """Each page's text, in the order given; ``languages`` is ignored (Textract has no such setting)."""
         if not pages:
             return []
-        deadline = Deadline(self._retry)
+        if self._until is not None:
+            left = max(0.0, min(self._retry.total_seconds, self._until - self._retry.clock()))
+            deadline = Deadline(dataclasses.replace(self._retry, total_seconds=left))
+        else:
+            deadline = Deadline(self._retry)
         halt = _Halt()
         if self._concurrency == 1 or len(pages) == 1:
             return [self._one(page, deadline, halt) for page in pages]
@@ -308,6 +316,7 @@ def textract_engine(
     max_concurrency: int | None = None,
     deadline: float | None = None,
     retry: RetryPolicy | None = None,
+    until: float | None = None,
 ) -> TextractEngine:
     """The Textract engine. Unset arguments come from the settings: TEXTRACT_MAX_CONCURRENCY (calls at once)
     and TEXTRACT_SECONDS (one document's pages with their retries); ``retry`` (tests) replaces the backoff,
@@ -323,4 +332,5 @@ def textract_engine(
         client if client is not None else _default_client(),
         max_concurrency=min(MAX_CONCURRENCY, concurrency),
         retry=retry,
+        until=until,
     )

@@ -140,7 +140,9 @@ def content_key(document_id: uuid.UUID) -> str:
 
 
 # "images": the parsed text with its images, for the describe step (R-PARSE-6), which writes "parsed".
-STAGE_SUFFIX = {"parsed": "json", "chunks": "json", "images": "json"}
+# "ocr": the pages Textract recognised in an attempt, so a redelivery does not send them again (issue 37);
+# no stage follows it (the bucket's notifications name the other three prefixes only).
+STAGE_SUFFIX = {"parsed": "json", "chunks": "json", "images": "json", "ocr": "json"}
 
 
 def stage_key(stage: str, document_id: uuid.UUID, attempt: int) -> str:

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from sluice.admission import admit, pool_owners
+from sluice.admission import admit, admit_members, pool_owners
 from sluice.bases import CreateKnowledgeBase, create_base
 from sluice.config import Settings
 from sluice.db import documents as doc_repo
@@ -101,13 +101,13 @@ def test_more_documents_than_a_minute_holds_are_refused_in_words_not_told_to_wai
     assert counted(db_url) == {}
 
 
-def test_an_unpack_into_several_pools_is_checked_against_the_cap_only(db_url):
+def test_an_unpack_whose_members_were_counted_at_upload_is_checked_against_the_cap_only(db_url):
     fill_pool("cat", 3)
-    backdate_uploads(db_url, "ana", 5, 4)  # ana's minute is used up, which an unpack does not ask about
+    backdate_uploads(db_url, "ana", 5, 4)  # ana's minute is used up, which counted members do not ask about
     with transaction() as conn:
-        admit(conn, RECIPIENTS, 2, settings(), shared=True, via="unpack")
+        assert admit_members(conn, RECIPIENTS, 2, 2, 2, settings(), shared=True) == 2
     with transaction() as conn, pytest.raises(DocCapReachedError) as err:
-        admit(conn, RECIPIENTS, 3, settings(), shared=True, via="unpack")
+        admit_members(conn, RECIPIENTS, 3, 3, 3, settings(), shared=True)
     assert err.value.message == ("This archive would add 3 documents to the private pools of cat, which have no "
                                  "room for them (at most 5 each).")
     assert err.value.details["recipients"] == ["cat"]

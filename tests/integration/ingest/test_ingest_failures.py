@@ -25,7 +25,7 @@ def kill_after(h, batches: int, exc: Exception) -> None:
 
 def retry(h, doc_id):
     with transaction() as conn:
-        doc = documents.retry_document(conn, ALICE, h.ctx.store, str(doc_id))
+        doc = documents.retry_document(conn, ALICE, h.ctx.store, str(doc_id), h.ctx.settings)
     return doc
 
 

@@ -165,7 +165,7 @@ def test_one_garbage_answer_fails_only_its_document_which_a_retry_completes(harn
     assert settled(h) == {"done": 1, "error": 1}
     assert h.document(first).error_message.startswith("The document could not be indexed (ResponseError)")
     with transaction() as conn:
-        documents.retry_document(conn, ALICE, h.ctx.store, str(first))
+        documents.retry_document(conn, ALICE, h.ctx.store, str(first), h.ctx.settings)
     h.run_pipeline(first, attempt=2)
     assert settled(h) == {"done": 2, "error": 0}
 
@@ -235,7 +235,7 @@ def test_a_put_that_stored_the_object_and_then_failed_can_be_retried(harness, mo
     assert settled(h) == {"done": 0, "error": 1} and h.chunk_count() == 0
     # and the stored file is the document's, so a retry completes it
     with transaction() as conn:
-        documents.retry_document(conn, ALICE, h.ctx.store, str(doc_id))
+        documents.retry_document(conn, ALICE, h.ctx.store, str(doc_id), h.ctx.settings)
     h.run_pipeline(doc_id, attempt=2)
     assert settled(h) == {"done": 1, "error": 0}
 

@@ -118,7 +118,7 @@ def test_a_document_that_stalls_again_after_its_redrive_fails_with_a_sentence_an
     assert received(queues.chunk) == []
     # AND a retry runs it again from the stored original
     with transaction() as conn:
-        again = documents.retry_document(conn, ALICE, h.ctx.store, str(doc_id))
+        again = documents.retry_document(conn, ALICE, h.ctx.store, str(doc_id), h.ctx.settings)
     h.run_pipeline(doc_id, attempt=again.attempt)
     assert h.document(doc_id).status == "done"
 

@@ -76,7 +76,7 @@ def test_shared_to_three_is_stored_parsed_and_embedded_once_and_read_by_exactly_
     embedded: list[str] = []
     real_extract, real_embed = parse_stage.extract_isolated, harness.embedder.embed_documents
 
-    def counted_parse(data, kind, budget):
+    def counted_parse(data, kind, budget, **_):
         parses.append(kind.kind)
         return real_extract(data, kind, budget)
 

@@ -137,7 +137,7 @@ def test_an_upload_racing_a_base_delete_leaves_no_chunk_without_a_base_and_no_ob
         world: World, monkeypatch: pytest.MonkeyPatch, held: str):
     at: list[Callable[[str], None]] = [lambda point: None]  # the held side's hook, this round's
 
-    def held_extract(data, kind, budget):
+    def held_extract(data, kind, budget, **_):  # the parse's deadline (until) is not this test's
         at[0]("parsing")
         return extract(data, kind, budget)
 
@@ -200,7 +200,7 @@ def test_an_upload_racing_a_base_delete_leaves_no_chunk_without_a_base_and_no_ob
 
 def test_a_chunk_write_second_finds_the_base_gone_and_writes_nothing(world: World, monkeypatch):
     """The write that comes second after a delete: its base-row lock finds no row; nothing is written."""
-    monkeypatch.setattr(parse_stage, "extract_isolated", extract)
+    monkeypatch.setattr(parse_stage, "extract_isolated", lambda data, kind, budget, **_: extract(data, kind, budget))
     kb = world.base("second_writer", org="acme")
     entered, release = threading.Event(), threading.Event()
 
@@ -233,7 +233,7 @@ def test_a_stage_that_wrote_after_the_teardown_removed_its_objects_leaves_nothin
     a week for the lifecycle rule)."""
     entered, release = threading.Event(), threading.Event()
 
-    def slow_extract(data, kind, budget):
+    def slow_extract(data, kind, budget, **_):
         entered.set()
         release.wait(30)
         return extract(data, kind, budget)

@@ -27,6 +27,7 @@ from typing import Annotated, Any
 try:
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.transport_security import TransportSecuritySettings
 except ImportError as exc:  # pragma: no cover - depends on the extra
     raise ImportError("sluice mcp needs the MCP SDK: pip install 'sluice-client[mcp]'") from exc
 
@@ -194,8 +195,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", default=os.environ.get("SLUICE_TOKEN"),
                    help="stdio: the bearer token every call runs as (SLUICE_TOKEN); unused over HTTP")
     p.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1", help="streamable-http: the address to listen on")
+    p.add_argument("--host", default="127.0.0.1", help=(
+        "streamable-http: the address to listen on (loopback by default). Whatever it is, a request's Host must "
+        "be this address and port (or an --allowed-host) and its Origin, if any, an --allowed-origin: the "
+        "DNS-rebinding checks. Another address makes the server reachable by others: every tool call still "
+        "needs the caller's own token, but initialize does not, so each client holds at most "
+        "--sessions-per-client sessions; behind a proxy all clients share its address."))
     p.add_argument("--port", type=int, default=8765, help="streamable-http: the port")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="HOST[:PORT]",
+                   help="streamable-http: another Host header to accept (a name clients reach the server by); "
+                        "repeatable, HOST:* for any port")
+    p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                   help="streamable-http: an Origin a browser page may call from (https://app.example); "
+                        "repeatable; none by default, so no web page may")
+    p.add_argument("--sessions-per-client", type=int, default=DEFAULT_SESSIONS_PER_CLIENT,
+                   help=f"streamable-http: open sessions one client address may hold (default "
+                        f"{DEFAULT_SESSIONS_PER_CLIENT}); all clients together at most {MAX_SESSIONS}")
     p.add_argument("--allow-upload", action="store_true", help="offer the upload_document tool (off by default)")
 
 
@@ -207,12 +222,86 @@ def serve(args: argparse.Namespace) -> int:
     if not http and not args.token:
         print("sluice mcp: no token: pass --token or set SLUICE_TOKEN (every tool call runs as it)", file=sys.stderr)
         return 2
-    server = build(Settings(args.api.rstrip("/"), None if http else args.token, http, args.allow_upload))
     if http:
-        server.run("streamable-http", host=args.host, port=args.port)
-    else:
-        server.run("stdio")
+        import uvicorn
+
+        uvicorn.run(http_app(args), host=args.host, port=args.port)
+        return 0
+    build(Settings(args.api.rstrip("/"), args.token, http, args.allow_upload)).run("stdio")
     return 0
+
+
+# --- streamable HTTP: who may reach the server (issue 37) ---------------------------------------
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+DEFAULT_SESSIONS_PER_CLIENT = 20
+MAX_SESSIONS = 1000
+
+
+def _host_header(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def transport_security(host: str, port: int, allowed_hosts: Sequence[str] = (),
+                       allowed_origins: Sequence[str] = ()) -> TransportSecuritySettings:
+    """The MCP transport's DNS-rebinding checks, on whatever address the server listens: a request's
+    Host is the bound address and port (loopback's other names too) or one the operator named, and an
+    Origin, when a browser sends one, only one the operator named. The SDK turns them on for loopback
+    only; elsewhere a forged Host and Origin reached a session."""
+    names = set(LOOPBACK) if host in LOOPBACK else {host}
+    hosts = {_host_header(name, port) for name in names} | set(allowed_hosts)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=sorted(hosts),
+                                     allowed_origins=list(allowed_origins))
+
+
+class SessionsPerClient:
+    """ASGI: a client address opens at most ``limit`` sessions at a time (``initialize`` needs no token,
+    so one client could otherwise hold every session the server has). A session counts until the SDK's
+    session manager forgets it (closed with DELETE, or idle past its timeout)."""
+
+    def __init__(self, app: Any, server: MCPServer, limit: int) -> None:
+        self.app, self.server, self.limit = app, server, limit
+        self.opened: dict[str, set[str]] = {}
+
+    def _live(self, client: str) -> set[str]:
+        live = set(getattr(self.server.session_manager, "_server_instances", {}))
+        held = self.opened.get(client, set()) & live
+        self.opened[client] = held
+        return held
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        if scope["type"] != "http" or scope.get("method") != "POST" or b"mcp-session-id" in headers:
+            await self.app(scope, receive, send)
+            return
+        client = (scope.get("client") or ("?", 0))[0]
+        if len(self._live(client)) >= self.limit:
+            body = (f"Too many sessions: this client has at most {self.limit} open sessions; close one (DELETE) "
+                    "or let it idle out.").encode()
+            await send({"type": "http.response.start", "status": 429,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"retry-after", b"60")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+
+        async def noting(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers") or []:
+                    if name.lower() == b"mcp-session-id":
+                        self.opened.setdefault(client, set()).add(value.decode())
+            await send(message)
+
+        await self.app(scope, receive, noting)
+
+
+def http_app(args: argparse.Namespace) -> Any:
+    """The streamable-HTTP server as an ASGI app: every request runs as its own bearer token, the
+    transport's host and origin checks always on, sessions bounded per client and in all."""
+    if args.sessions_per_client < 1:
+        raise ValueError("--sessions-per-client must be at least 1")
+    server = build(Settings(args.api.rstrip("/"), None, True, args.allow_upload))
+    security = transport_security(args.host, args.port, args.allowed_host, args.allowed_origin)
+    app = server.streamable_http_app(host=args.host, transport_security=security, max_sessions=MAX_SESSIONS)
+    return SessionsPerClient(app, server, args.sessions_per_client)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
