@@ -5,8 +5,22 @@ The policy of the search, kept apart from the SQL that finds candidates
 (``sluice.vectors.search``): the weights, the thresholds and the dedupe length are the spec's, and
 the diagnostic view reports them as they are here.
 
-Fusion: within one collection's pool (its BM25 is on that collection's statistics), the cosine and
-the BM25 are each scaled min-max to [0, 1] and combined as ``alpha * vec + (1 - alpha) * lex``.
+Fusion (R-SRCH-10, 2026-12-03): each score is scaled by bounds that depend only on the query and the
+candidate itself, never on the other candidates of the pool ("theoretical min-max", Bruch, Gai and
+Ingber, ACM TOIS 2023): the cosine by its range, clipped to [0, 1]; BM25 by the most the query can
+score in its collection (``Candidate.text_bound``: ``k1 + 1`` times the sum of its scored lexemes'
+IDFs, ``sluice.vectors.fulltext.TextQuery.bound``). They are combined as
+``alpha * vec + (1 - alpha) * lex``. So whether one candidate ranks above another never depends on
+which third candidate is in the pool: min-max within the pool stretched a pool's narrow band of
+cosines (0.29 to 0.46) to the whole [0, 1], so a slightly better cosine outweighed a BM25 three times
+anyone else's, and a low-cosine newcomer could turn the order around.
+
+Identifiers (R-SRCH-10): with any ``alpha`` below 1, candidates are ordered first by how many of the
+query's rare identifiers they hold (a lexeme with a digit that at most
+``sluice.vectors.fulltext.RARE_IDENTIFIER_CHUNKS`` chunks of the scope hold), then by the fused score:
+an order number, an error code or a part number someone pastes finds the chunks holding it first,
+whatever the cosine says. An identifier held by more chunks is ordinary BM25 and the cosine keeps its
+say. A query without one orders as the fusion alone.
 
 Gates: a candidate passes when its cosine reaches its collection's gate (the embedding catalog's
 ``vec_gate`` for the model, ``DEFAULT_VEC_GATE`` where it names none, or the request's
@@ -27,28 +41,24 @@ DEFAULT_VEC_GATE = 0.30
 RERANK_GATE = 0.30
 DEDUPE_PREFIX = 120
 
-Gate = Literal["vec_gate", "strong_lexical", "reranker_gate"]
+Gate = Literal["vec_gate", "strong_lexical", "rare_identifier", "reranker_gate"]
 
 
-def _scaled(values: Sequence[float]) -> list[float]:
-    """Min-max within the pool; a pool where every value is equal scales to 1 (or 0 when it is 0)."""
-    low, high = min(values), max(values)
-    if high > low:
-        return [(v - low) / (high - low) for v in values]
-    return [1.0 if v > 0 else 0.0 for v in values]
+def _unit(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def normalised(c: Candidate) -> tuple[float, float]:
+    """The candidate's cosine and BM25 on [0, 1], by bounds of the query and the candidate alone."""
+    text = c.text_score / c.text_bound if c.text_bound > 0 else 0.0
+    return _unit(c.vec_score), _unit(text)
 
 
 def fuse(candidates: Sequence[Candidate], alpha: float = ALPHA) -> None:
-    """Set each candidate's normalised scores and ``hybrid_score``, pool by pool (one per collection)."""
-    pools: dict[str, list[Candidate]] = {}
+    """Set each candidate's normalised scores and ``hybrid_score`` (each candidate on its own)."""
     for c in candidates:
-        pools.setdefault(c.collection, []).append(c)
-    for pool in pools.values():
-        vec = _scaled([c.vec_score for c in pool])
-        lex = _scaled([c.text_score for c in pool])
-        for c, v, t in zip(pool, vec, lex, strict=True):
-            c.vec_norm, c.text_norm = v, t
-            c.hybrid_score = alpha * v + (1 - alpha) * t
+        c.vec_norm, c.text_norm = normalised(c)
+        c.hybrid_score = alpha * c.vec_norm + (1 - alpha) * c.text_norm
 
 
 def hybrid_score(c: Candidate) -> float:
@@ -68,6 +78,8 @@ def verdict(c: Candidate) -> tuple[bool, Gate]:
         return True, "vec_gate"
     if c.strong_match:
         return True, "strong_lexical"
+    if c.identifier_hits:
+        return True, "rare_identifier"
     return False, "vec_gate"
 
 
@@ -76,15 +88,24 @@ def passes_gates(c: Candidate) -> bool:
 
 
 def order(candidates: list[Candidate], alpha: float = ALPHA) -> list[Candidate]:
-    """Fused (``fuse``), then by the reranker's score when there is one, else the fused score; ties
-    to a strong lexical match, then by vector score.
+    """Fused (``fuse``); with ``alpha`` below 1 the holders of more of the query's rare identifiers
+    first; then by the reranker's score when there is one, else the fused score; ties to a strong
+    lexical match, then by vector score (among near-identical chunks, notes that differ by one
+    identifier, the one holding every word of the query is the one asked for).
 
-    Min-max makes ties at the extremes exact: at alpha 0.5, the pool's best cosine with its worst
-    BM25 scores what the worst cosine with the best BM25 does (0.5 each). Among near-identical
-    chunks (notes that differ by one identifier) the one holding every word of the query is the
-    one asked for."""
+    Marks ``lifted_by_identifier`` on each candidate the identifier rule put above one of higher score."""
     fuse(candidates, alpha)
-    return sorted(candidates, key=lambda c: (score(c), c.strong_match, c.vec_score), reverse=True)
+    tiered = alpha < 1
+
+    def key(c: Candidate) -> tuple[int, float, bool, float]:
+        return (c.identifier_hits if tiered else 0, score(c), c.strong_match, c.vec_score)
+
+    ordered = sorted(candidates, key=key, reverse=True)
+    best_below = float("-inf")
+    for c in reversed(ordered):  # the best score among the candidates ranked below each one
+        c.lifted_by_identifier = tiered and c.identifier_hits > 0 and best_below > score(c)
+        best_below = max(best_below, score(c))
+    return ordered
 
 
 def rank(candidates: list[Candidate], *, top_k: int, alpha: float = ALPHA, gate: bool = True) -> list[Candidate]:

@@ -52,6 +52,12 @@ B = 0.75
 # to 100,000 chunks unless one lexeme is in over 5% of them; what it leaves out is a word in over
 # 5,000 chunks, whose IDF is small there anyway. Re-measured with BM25 in bench/README.md.
 COMMON_LEXEME_ROWS = 5_000
+# R-SRCH-10: a query lexeme holding a digit (an order number, an error code, a part number, a year) that
+# this few chunks of the scope hold is an identifier the user typed to find exactly those chunks: the
+# record, a reply quoting it, its attachment. In more, it names a kind of thing (a year, a product
+# line), and the cosine keeps its say (sluice.search.ranking).
+RARE_IDENTIFIER_CHUNKS = 10
+_DIGIT = re.compile(r"[0-9]")
 
 
 def text_search_languages(conn: Connection) -> list[str]:
@@ -130,16 +136,26 @@ class TextQuery:
     weights: tuple[tuple[str, float], ...] = ()
     avg_len: float = 1.0
     dropped: tuple[str, ...] = ()
+    # Lexemes with a digit held by at most RARE_IDENTIFIER_CHUNKS chunks (R-SRCH-10).
+    rare_identifiers: tuple[str, ...] = ()
+
+    @property
+    def bound(self) -> float:
+        """The most BM25 any chunk can score for this query (each term's saturation tends to ``k1 + 1``
+        times its IDF): the query's own scale, which no other chunk of the pool moves
+        (sluice.search.ranking). A chunk of average length holding each lexeme once scores 1 / (k1 + 1)
+        of it."""
+        return (K1 + 1) * sum(w for _, w in self.weights)
 
     @property
     def tsquery(self) -> str | None:
         """The OR of the lexemes scored: what finds the candidates (None: no lexical side)."""
-        return " | ".join(_quoted(lx) for lx, _ in self.weights) if self.weights else None
+        return " | ".join(quoted(lx) for lx, _ in self.weights) if self.weights else None
 
     @property
     def every_lexeme(self) -> str | None:
         """The AND of every lexeme of the text: what a strong lexical match holds (R-SRCH-1)."""
-        return " & ".join(_quoted(lx) for lx in self.lexemes) if self.lexemes else None
+        return " & ".join(quoted(lx) for lx in self.lexemes) if self.lexemes else None
 
     def score(self, column: sql.Composable) -> sql.Composable:
         """The BM25 of the chunk whose tsvector is ``column``: one term per lexeme scored."""
@@ -152,7 +168,7 @@ class TextQuery:
         for lexeme, weight in self.weights:
             # ts_rank_cd with every weight 1 and one lexeme: the lexeme's occurrences in the chunk.
             tf = sql.SQL("ts_rank_cd('{{1,1,1,1}}'::float4[], {c}, {q}::tsquery)::float8").format(
-                c=column, q=sql.Literal(_quoted(lexeme)))
+                c=column, q=sql.Literal(quoted(lexeme)))
             terms.append(sql.SQL("{w} * {tf} * {k1p} / ({tf} + {norm})").format(
                 w=sql.Literal(float(weight)), tf=tf, k1p=sql.Literal(K1 + 1), norm=norm))
         return sql.SQL("(") + sql.SQL(" + ").join(terms) + sql.SQL(")")
@@ -195,7 +211,8 @@ def weigh(lexemes: Sequence[str], stats: TextStatistics | None, common_rows: int
     held = [(lx, stats.holding[lx]) for lx in lexemes if stats.holding.get(lx, 0) > 0]
     weights = tuple((lx, idf(stats.chunks, n)) for lx, n in held if n <= limit)
     dropped = tuple(lx for lx, n in held if n > limit)
-    return TextQuery(tuple(lexemes), weights, stats.avg_len, dropped)
+    rare = tuple(lx for lx, n in held if n <= RARE_IDENTIFIER_CHUNKS and _DIGIT.search(lx))
+    return TextQuery(tuple(lexemes), weights, stats.avg_len, dropped, rare)
 
 
 def text_query(conn: Connection, collection: str, language: str, text: str,
@@ -207,6 +224,6 @@ def text_query(conn: Connection, collection: str, language: str, text: str,
     return weigh(lexemes, text_statistics(conn, table_name(collection), lexemes), common_rows)
 
 
-def _quoted(lexeme: str) -> str:
+def quoted(lexeme: str) -> str:
     """A lexeme as a quoted tsquery operand: taken as it is, never parsed as an operator."""
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"

@@ -62,7 +62,14 @@ from psycopg.rows import dict_row
 
 from sluice.db.connection import Connection
 from sluice.db.migrations import version_tuple
-from sluice.vectors.fulltext import DEFAULT_LANGUAGE, NO_TEXT, TextQuery, language_of_expression, text_query
+from sluice.vectors.fulltext import (
+    DEFAULT_LANGUAGE,
+    NO_TEXT,
+    TextQuery,
+    language_of_expression,
+    quoted,
+    text_query,
+)
 from sluice.vectors.names import index_name, table_ident, table_name
 from sluice.vectors.store import IndexKind, as_vector, table_exists
 
@@ -184,6 +191,14 @@ class Candidate:
     text_norm: float = 0.0
     hybrid_score: float = 0.0
     vec_gate: float | None = None
+    # The query's BM25 scale in this collection (TextQuery.bound), and how many of the query's rare
+    # identifiers (TextQuery.rare_identifiers) the chunk holds: what the ranking's fusion and its
+    # identifier rule read (R-SRCH-10).
+    text_bound: float = 0.0
+    identifier_hits: int = 0
+    # Set by sluice.search.ranking: it ranks above a candidate of higher fused score because it holds
+    # more of the query's rare identifiers (the diagnostic view says so).
+    lifted_by_identifier: bool = False
 
 
 @dataclass(frozen=True)
@@ -500,7 +515,24 @@ def find_candidates(
         plan = Plan("exact", None, plan.selectivity)
         query = candidate_query(collection, where, "exact", lexical=lexical)
         rows = cur.execute(query, {**params, "fetch": limit}).fetchall()
-    return [_candidate(collection, r) for r in rows], plan
+    found = [_candidate(collection, r) for r in rows]
+    hits = _identifier_hits(conn, collection, [c.chunk_id for c in found], lexical.rare_identifiers)
+    for c in found:
+        c.text_bound = lexical.bound
+        c.identifier_hits = hits.get(c.chunk_id, 0)
+    return found, plan
+
+
+def _identifier_hits(conn: Connection, collection: str, ids: Sequence[int], identifiers: Sequence[str]
+                     ) -> dict[int, int]:
+    """How many of ``identifiers`` each chunk of ``ids`` holds (only the pool's rows, by primary key)."""
+    if not ids or not identifiers:
+        return {}
+    held = sql.SQL(" + ").join(
+        sql.SQL("(content_tsv @@ {q}::tsquery)::int").format(q=sql.Literal(quoted(lx))) for lx in identifiers)
+    query = sql.SQL("SELECT id, {held} AS hits FROM {t} WHERE id = ANY(%s)").format(
+        held=held, t=table_ident(collection))
+    return {r["id"]: int(r["hits"]) for r in conn.execute(query, (list(ids),)).fetchall()}
 
 
 def _candidate(collection: str, r: dict[str, Any]) -> Candidate:

@@ -235,7 +235,7 @@ class DiagnosticCandidateOut(SluiceModel):
     score: float = Field(description="What results are ordered by: the reranker's score, else hybrid_score.")
     vec_score: float = Field(description='Cosine similarity of the chunk to the query.')
     text_score: float = Field(description="BM25 of the chunk for the query's lexemes (0: none of them).")
-    hybrid_score: float = Field(description='alpha * vec_norm + (1 - alpha) * text_norm, both scaled min-max within the pool.')
+    hybrid_score: float = Field(description='alpha * vec_norm + (1 - alpha) * text_norm, each scaled by bounds of the query and the chunk alone (R-SRCH-10): never by the other candidates.')
     reranker_score: float | None
     collection: str
     document_id: str
@@ -247,12 +247,14 @@ class DiagnosticCandidateOut(SluiceModel):
     organizational_unit: str | None
     source: str | None
     metadata: ResultMetadataOut
-    vec_norm: float = Field(description="vec_score scaled min-max within the collection's pool.")
-    text_norm: float = Field(description="text_score scaled min-max within the collection's pool.")
+    vec_norm: float = Field(description='vec_score on [0, 1]: a negative cosine counts as 0.')
+    text_norm: float = Field(description="text_score over the most BM25 the query can score in the collection ((k1 + 1) times the sum of its scored lexemes' IDFs).")
     strong_lexical_match: bool = Field(description='Found by the lexical side and holding every lexeme of the query (stop words aside).')
     vec_gate: float = Field(description="The cosine gate applied to this candidate's collection.")
     passed: bool = Field(description='Whether the candidate passes the gates a search applies.')
-    gate: Literal['vec_gate', 'strong_lexical', 'reranker_gate'] = Field(description='The gate that let it through (vec_gate, strong_lexical) or stopped it (vec_gate, reranker_gate).')
+    gate: Literal['vec_gate', 'strong_lexical', 'rare_identifier', 'reranker_gate'] = Field(description='The gate that let it through (vec_gate, strong_lexical, rare_identifier) or stopped it (vec_gate, reranker_gate).')
+    rare_identifiers_held: int = Field(description="How many of the query's rare identifiers (a lexeme with a digit in at most 10 chunks of the collection) the chunk holds; with alpha below 1 the holders of more come first.")
+    lifted_by_identifier: bool = Field(description='The identifier rule decided its place: it ranks above a candidate of higher score.')
     found_by: list[Literal['vector', 'text']] = Field(description='Which side of the pool found it: the vector top, the full-text top, or both (R-SRCH-1).')
 
 
@@ -662,7 +664,7 @@ class SearchResultOut(SluiceModel):
     score: float = Field(description="What results are ordered by: the reranker's score, else hybrid_score.")
     vec_score: float = Field(description='Cosine similarity of the chunk to the query.')
     text_score: float = Field(description="BM25 of the chunk for the query's lexemes (0: none of them).")
-    hybrid_score: float = Field(description='alpha * vec_norm + (1 - alpha) * text_norm, both scaled min-max within the pool.')
+    hybrid_score: float = Field(description='alpha * vec_norm + (1 - alpha) * text_norm, each scaled by bounds of the query and the chunk alone (R-SRCH-10): never by the other candidates.')
     reranker_score: float | None
     collection: str
     document_id: str
