@@ -45,6 +45,9 @@ class RemoteFile:
     size: int
     etag: str | None
     modified: datetime | None = None
+    # A file the connector names and will not fetch (a git submodule, an LFS pointer): the run
+    # reports it as ignored with this sentence.
+    note: str | None = None
 
 
 @dataclass
