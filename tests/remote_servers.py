@@ -233,7 +233,7 @@ class Azurite:
         self.dir = tempfile.mkdtemp(prefix="sluice-azurite-")
         self.proc = subprocess.Popen(
             [program, "--blobHost", "127.0.0.1", "--blobPort", str(self.port), "--location", self.dir,
-             "--silent", "--skipApiVersionCheck", "--loose", "--inMemoryPersistence"],
+             "--silent", "--skipApiVersionCheck", "--loose"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_port(self.port)
         self.endpoint = f"http://127.0.0.1:{self.port}/{AZURITE_ACCOUNT}"
@@ -281,3 +281,48 @@ class GcsEmulator:
 
     def close(self) -> None:
         self.server.stop()
+
+
+class TokenEndpoint:
+    """Google's OAuth token endpoint's part in a service account's sign-in, on loopback: it takes the
+    signed assertion a key makes (counting them) and answers an access token."""
+
+    def __init__(self) -> None:
+        self.assertions: list[str] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                from urllib.parse import parse_qs
+
+                form = parse_qs(self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode())
+                owner.assertions += form.get("assertion", [])
+                body = b'{"access_token": "loopback-token", "expires_in": 3600, "token_type": "Bearer"}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/token"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def service_account_key(token_uri: str) -> dict[str, str]:
+    """A service account's JSON key with a fresh RSA key, its token endpoint ``token_uri``."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption()).decode()
+    return {"type": "service_account", "project_id": "test", "private_key_id": "k1", "private_key": pem,
+            "client_email": "sync@test.iam.gserviceaccount.com", "client_id": "1", "token_uri": token_uri}
