@@ -163,7 +163,8 @@ class GitServer:
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-        self._git("add", "-A", cwd=self.work)
+        if files:
+            self._git("add", "-A", "--", *files, cwd=self.work)
         self._git("commit", "--quiet", "--allow-empty", "-m", message, cwd=self.work)
         self._git("push", "--quiet", "--force", str(self.bare), "HEAD:refs/heads/main", cwd=self.work)
         return self._git("rev-parse", "HEAD", cwd=self.work)
@@ -176,8 +177,8 @@ class GitServer:
                 target.unlink()
             else:
                 target.write_bytes(data)
-        self._git("add", "-A", cwd=self.work)
-        self._git("commit", "--quiet", "--amend", "-m", "rewritten", cwd=self.work)
+        self._git("add", "-A", "--", *files, cwd=self.work)
+        self._git("commit", "--quiet", "--amend", "--allow-empty", "-m", "rewritten", cwd=self.work)
         self._git("push", "--quiet", "--force", str(self.bare), "HEAD:refs/heads/main", cwd=self.work)
         return self._git("rev-parse", "HEAD", cwd=self.work)
 

@@ -18,9 +18,10 @@ a listed host.
 
 from __future__ import annotations
 
+import io
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -105,6 +106,18 @@ def glob_regex(globs: list[str]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{one(g)})" for g in globs))
 
 
+def tree_entries(raw: bytes) -> Iterator[tuple[bytes, int, str]]:
+    """A tree object's entries: (name, mode, object id in hex); ``<mode> <name>\\0<20-byte id>`` each."""
+    i = 0
+    while i < len(raw):
+        space = raw.index(b" ", i)
+        nul = raw.index(b"\0", space)
+        if nul + 21 > len(raw):
+            raise ValueError("a truncated tree entry")
+        yield raw[space + 1:nul], int(raw[i:space], 8), raw[nul + 1:nul + 21].hex()
+        i = nul + 21
+
+
 def read_token(secret: str) -> tuple[str, str]:
     """A git_token secret: the token alone, or ``{"token", "username"?}`` (HTTP Basic; the user name a
     host expects with a token, ``x-access-token`` by default, which GitHub takes)."""
@@ -129,6 +142,7 @@ class GitConnector(Connector):
     TITLE = "Git repository"
     CONFIG_MODEL = GitConfig
     SECRET_KIND: ClassVar[str | None] = SECRET_KIND
+    SECRET_OPTIONAL = True  # a public repository is read without one
     CHANGE_SIGNAL = ("the file's blob id, read from the tree at the ref before any content is fetched; the ref's "
                      "commit id answers 'nothing changed' in one round trip")
 
@@ -192,8 +206,6 @@ class GitConnector(Connector):
                                             "check the source's url, ref and credential. Nothing was removed.")
 
     def _listing(self, commit: str, objects: dict[str, tuple[int, bytes]], limit: int) -> RemoteListing:
-        from dulwich.objects import parse_tree
-
         kind, raw = objects[commit]
         tree = raw.split(b"\n", 1)[0].removeprefix(b"tree ").decode()
         lfs = self._lfs_patterns(objects.get(tree))
@@ -204,9 +216,8 @@ class GitConnector(Connector):
             if tree_id not in objects:
                 return RemoteListing(files, False, "The server's answer lacked part of the tree; nothing was "
                                                    "removed. The next run lists it again.")
-            for name_b, mode, sha_b in parse_tree(objects[tree_id][1]):
+            for name_b, mode, sha in tree_entries(objects[tree_id][1]):
                 path = prefix + name_b.decode("utf-8", errors="replace")
-                sha = sha_b.decode()
                 if mode & 0o170000 == 0o040000:
                     stack.append((path + "/", sha))
                     continue
@@ -231,17 +242,13 @@ class GitConnector(Connector):
     def _lfs_patterns(self, root: tuple[int, bytes] | None) -> re.Pattern[str] | None:
         """The globs the root .gitattributes sends through Git LFS (its one small blob, fetched only
         when it exists and the tree changed)."""
-        from dulwich.objects import parse_tree
-
         if root is None:
             return None
-        entry = next((sha for name, _, sha in parse_tree(root[1]) if name == b".gitattributes"), None)
+        entry = next((sha for name, _, sha in tree_entries(root[1]) if name == b".gitattributes"), None)
         if entry is None:
             return None
-        import io
-
         out = io.BytesIO()
-        if self.remote.fetch_blob(entry.decode(), out, MAX_ATTRIBUTES) > MAX_ATTRIBUTES:
+        if self.remote.fetch_blob(entry, out, MAX_ATTRIBUTES) > MAX_ATTRIBUTES:
             return None
         globs = []
         for line in out.getvalue().decode("utf-8", errors="replace").splitlines():
