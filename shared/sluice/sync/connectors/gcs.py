@@ -114,7 +114,8 @@ class GcsConnector(ObjectStoreConnector):
                                 "the deployment has no Google credential of its own.")
         key = read_key(credential, settings)
         try:
-            creds = service_account.Credentials.from_service_account_info(key, scopes=[READ_ONLY])
+            creds = service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
+                key, scopes=[READ_ONLY])
         except (ValueError, KeyError) as exc:
             raise SourceRefused("The source's service account key could not be read (its private_key is not a "
                                 "PEM key).") from exc
