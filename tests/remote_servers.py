@@ -82,6 +82,7 @@ class GitServer:
     allow_filter: bool = True
 
     def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
         self.bare = self.root / "repo.git"
         self.work = self.root / "work"
         self._git("init", "--quiet", "--bare", "--initial-branch=main", str(self.bare), cwd=self.root)
