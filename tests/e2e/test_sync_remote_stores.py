@@ -290,6 +290,14 @@ def test_a_git_source_syncs_then_answers_nothing_changed_in_one_round_trip(world
     assert fourth["counts"]["removed"] == 1 and fourth["status"] == "succeeded", fourth
     assert sorted(d["source_path"] for d in w.documents(kb)) == [address + "README.md", address + "docs/faq.md"]
 
+    # a rename: the new address is added, the old one removed, in one run
+    faq = (repo.work / "docs" / "faq.md").read_bytes()
+    repo.commit({"docs/faq.md": None, "docs/help/faq.md": faq})
+    fifth = w.run(source)
+    assert (fifth["counts"]["new"], fifth["counts"]["removed"], fifth["counts"]["unchanged"]) == (1, 1, 1), fifth
+    assert sorted(d["source_path"] for d in w.documents(kb)) == [address + "README.md",
+                                                                   address + "docs/help/faq.md"]
+
 
 def test_a_git_source_reports_a_huge_file_and_a_submodule_in_words(world, repo, monkeypatch):
     w = world

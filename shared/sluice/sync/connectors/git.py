@@ -7,9 +7,9 @@ removed. Otherwise it fetches the commit and its trees without file contents (a 
 blob id; a file whose blob id its document already carries is decided unchanged before any of
 its bytes is fetched, and a changed file is fetched alone, by blob id, within the size limit.
 
-A file's address is ``git+<url>@<ref>:<path>``. A rename is a removal and an addition of the
-same bytes: the new address is fetched, its content hash matches the document (R-SYNC-3), and
-the old address is dropped. Submodules, symbolic links and Git LFS files are reported, not
+A file's address is ``git+<url>@<ref>:<path>``. A rename is a removal and an addition: the new
+address is fetched and ingested, and the old address's document removed by the same run (R-SYNC-3
+never matches a document at another address). Submodules, symbolic links and Git LFS files are reported, not
 followed. A private repository's token is the source's ``git_token`` secret, sent only to the
 repository's own origin (no redirect is followed). Every request goes through the guarded client:
 a public address, or one the operator lists in ``SyncAllowedHosts``; https, or plain http only to
