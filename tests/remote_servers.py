@@ -80,6 +80,8 @@ class GitServer:
     token: str = "s3cret-token"
     log: list[GitRequest] = field(default_factory=list)
     allow_filter: bool = True
+    # statuses to answer the next requests with, before serving them (429, 503: a busy server)
+    busy: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -122,6 +124,16 @@ class GitServer:
         lines = list(_pkt_lines(body))
         command = next((ln.removeprefix("command=") for ln in lines if ln.startswith("command=")), None)
         wants = [ln.split()[1] for ln in lines if ln.startswith("want ")]
+        with self._lock:
+            busy = self.busy.pop(0) if self.busy else None
+        if busy is not None:
+            h.send_response(busy)
+            h.send_header("Retry-After", "0")
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            with self._lock:
+                self.log.append(GitRequest(h.command, path, command, wants, busy, 0))
+            return
         if h.headers.get("Authorization") != expected:
             h.send_response(401)
             h.send_header("WWW-Authenticate", 'Basic realm="git"')

@@ -199,3 +199,14 @@ def test_the_blob_fetch_checks_the_bytes_are_the_blob_asked_for(server):
     out = io.BytesIO()
     assert conn.remote.fetch_blob(server.blob_id("README.md"), out, 100) == len(DOCS["README.md"])
     assert out.getvalue() == DOCS["README.md"]
+
+
+def test_throttling_and_a_bad_moment_are_tried_again_through_the_retry_policy(server):
+    server.commit(DOCS)
+    server.busy += [429, 503]  # Retry-After: 0
+    listing = opened(server).list_files()
+    assert listing.complete and len(listing.files) == 3
+    assert [r.status for r in server.log[:3]] == [429, 503, 200]
+    server.busy += [503] * 4  # a server that stays down: the listing says so, and removes nothing
+    down = opened(server).list_files()
+    assert not down.complete and "HTTP503" in (down.problem or "")

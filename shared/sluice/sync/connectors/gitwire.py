@@ -23,9 +23,11 @@ import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, NoReturn
 
 import httpx
+
+from sluice.retry import Failure, RetryPolicy, Try, call, parse_retry_after
 
 FLUSH, DELIM = b"0000", b"0001"
 # A tree listing's pack (commit and trees, no blobs): past this the repository is not a documentation
@@ -96,26 +98,61 @@ class _Pkts:
         return payload
 
 
+class _Busy(Exception):
+    """A 429 or 5xx: tried again after the server's Retry-After or the policy's back-off."""
+
+    def __init__(self, status: int, retry_after: float | None) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status, self.retry_after = status, retry_after
+
+
+# Throttling and a server's bad moment, through the one retry loop (sluice.retry); a run's request
+# gives up within a minute, well inside the sync function's time.
+POLICY = RetryPolicy(max_attempts=4, base_delay=1.0, max_delay=15.0, total_seconds=60.0)
+
+
 class GitRemote:
     """One repository's upload-pack service at ``url`` (``https://host/owner/repo.git``)."""
 
-    def __init__(self, url: str, client: httpx.Client, auth: tuple[str, str] | None = None) -> None:
+    def __init__(self, url: str, client: httpx.Client, auth: tuple[str, str] | None = None,
+                 policy: RetryPolicy = POLICY) -> None:
         self.url = url.rstrip("/")
         self._client = client
         self._auth = httpx.BasicAuth(*auth) if auth else None
+        self._policy = policy
         self.transfer = Transfer()
 
+    def _send(self, kind: str, request: httpx.Request) -> httpx.Response:
+        """``request`` sent (its body streamed) until it is answered 200, or refused in words."""
+        def send(_: Try) -> httpx.Response:
+            self.transfer.requests += 1
+            self.transfer.kinds.append(kind)
+            resp = self._client.send(request, auth=self._auth, stream=True) if self._auth else \
+                self._client.send(request, stream=True)
+            if resp.status_code == 429 or resp.status_code >= 500:
+                resp.close()
+                raise _Busy(resp.status_code, parse_retry_after(resp.headers))
+            self._check(resp)
+            return resp
+
+        def classify(exc: Exception, _: Try) -> Failure | None:
+            if isinstance(exc, _Busy):
+                return Failure(f"HTTP{exc.status}", True, str(exc), exc, exc.retry_after)
+            if isinstance(exc, httpx.TransportError):
+                return Failure(type(exc).__name__, True, type(exc).__name__, exc)
+            return None
+
+        def give_up(failure: Failure, attempts: int, detail: str) -> NoReturn:
+            raise GitProtocolError(f"the server kept failing ({detail}; {attempts} tries)",
+                                   str(failure.kind)) from failure.cause
+
+        return call(self._policy, send, classify, give_up)
+
     def _post(self, kind: str, body: bytes) -> httpx.Response:
-        self.transfer.requests += 1
-        self.transfer.kinds.append(kind)
-        request = self._client.build_request(
+        return self._send(kind, self._client.build_request(
             "POST", f"{self.url}/git-upload-pack", content=body,
             headers={"Content-Type": "application/x-git-upload-pack-request",
-                     "Accept": "application/x-git-upload-pack-result", "Git-Protocol": "version=2"})
-        resp = self._client.send(request, auth=self._auth, stream=True) if self._auth else \
-            self._client.send(request, stream=True)
-        self._check(resp)
-        return resp
+                     "Accept": "application/x-git-upload-pack-result", "Git-Protocol": "version=2"}))
 
     def _check(self, resp: httpx.Response) -> None:
         if resp.status_code == 200:
@@ -152,14 +189,15 @@ class GitRemote:
 
     def capabilities(self) -> set[str]:
         """The version-2 capability advertisement (``fetch=shallow filter`` is split into its words)."""
-        self.transfer.requests += 1
-        self.transfer.kinds.append("capabilities")
-        kwargs = {"auth": self._auth} if self._auth else {}
-        resp = self._client.get(f"{self.url}/info/refs", params={"service": "git-upload-pack"},
-                                headers={"Git-Protocol": "version=2"}, **kwargs)  # type: ignore[arg-type]
-        self._check(resp)
-        self.transfer.received += len(resp.content)
-        pkts = _Pkts(iter([resp.content]), Transfer())
+        resp = self._send("capabilities", self._client.build_request(
+            "GET", f"{self.url}/info/refs", params={"service": "git-upload-pack"},
+            headers={"Git-Protocol": "version=2"}))
+        try:
+            content = resp.read()
+        finally:
+            resp.close()
+        self.transfer.received += len(content)
+        pkts = _Pkts(iter([content]), Transfer())
         caps: set[str] = set()
         version2 = False
         while (line := pkts.read()) is not None:
