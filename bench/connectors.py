@@ -24,7 +24,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -78,7 +77,8 @@ def sizes(skip: bool) -> list[list[object]]:
 
     connectors = layer(str(ROOT / "layers" / "connectors" / "requirements.txt"))
     deps = layer(str(ROOT / "layers" / "deps" / "requirements.txt"), ("boto3", "botocore", "s3transfer", "bin"))
-    code = tree(ROOT / "functions" / "synctask") + tree(ROOT / "shared" / "sluice") + tree(ROOT / "infra" / "migrations")
+    code = (tree(ROOT / "functions" / "synctask") + tree(ROOT / "shared" / "sluice")
+            + tree(ROOT / "infra" / "migrations"))
     if connectors is None or deps is None:
         return [["sync function unzipped, MB", "not measured (pip could not install a layer)", "250", "-"]]
     total = connectors + deps + code

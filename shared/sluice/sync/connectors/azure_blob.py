@@ -157,4 +157,5 @@ class AzureBlobConnector(ObjectStoreConnector):
         if status == 412:
             return "PreconditionFailed"
         code = getattr(exc, "error_code", None)
+        code = getattr(code, "value", code)  # the SDK's StorageErrorCode: its wire name
         return str(code or (f"HTTP {status}" if status else type(exc).__name__))
