@@ -127,20 +127,20 @@ class GitServer:
         with self._lock:
             busy = self.busy.pop(0) if self.busy else None
         if busy is not None:
+            with self._lock:
+                self.log.append(GitRequest(h.command, path, command, wants, busy, 0))
             h.send_response(busy)
             h.send_header("Retry-After", "0")
             h.send_header("Content-Length", "0")
             h.end_headers()
-            with self._lock:
-                self.log.append(GitRequest(h.command, path, command, wants, busy, 0))
             return
         if h.headers.get("Authorization") != expected:
+            with self._lock:
+                self.log.append(GitRequest(h.command, path, command, wants, 401, 0))
             h.send_response(401)
             h.send_header("WWW-Authenticate", 'Basic realm="git"')
             h.send_header("Content-Length", "0")
             h.end_headers()
-            with self._lock:
-                self.log.append(GitRequest(h.command, path, command, wants, 401, 0))
             return
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_PROJECT_ROOT": str(self.root),
                "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path, "QUERY_STRING": query,
@@ -158,14 +158,14 @@ class GitServer:
                 status = int(value.strip().split()[0])
             elif name:
                 headers.append((name, value.strip()))
+        with self._lock:  # logged before it is answered: a client that has its answer finds it in the log
+            self.log.append(GitRequest(h.command, path, command, wants, status, len(payload)))
         h.send_response(status)
         for name, value in headers:
             h.send_header(name, value)
         h.send_header("Content-Length", str(len(payload)))
         h.end_headers()
         h.wfile.write(payload)
-        with self._lock:
-            self.log.append(GitRequest(h.command, path, command, wants, status, len(payload)))
 
     def commit(self, files: dict[str, bytes | None], message: str = "change") -> str:
         """Write (bytes) or delete (None) files in the work tree, commit, push; answers the commit id."""

@@ -49,7 +49,7 @@ class CountingEmbedder:
 class World:
     runtime: Any
     api: httpx.Client
-    embeds: list[int]
+    embed_calls: Callable[[], int]
     fetched: dict[str, int] = field(default_factory=dict)
 
     def base(self, name: str) -> dict[str, Any]:
@@ -116,8 +116,8 @@ def world(runtime, client_for) -> Iterator[World]:
         return counting[key]
 
     stage.embedder_for = embedder_for
-    embeds: list[int] = []
-    w = World(runtime, client_for(f"remote_{uuid.uuid4().hex[:6]}", ORG, PERMS), embeds)
+    w = World(runtime, client_for(f"remote_{uuid.uuid4().hex[:6]}", ORG, PERMS),
+              lambda: sum(c.calls for c in counting.values()))
     originals: dict[str, Callable[..., None]] = {}
     for name, cls in CONNECTORS.items():
         originals[name] = cls._fetch
@@ -128,8 +128,6 @@ def world(runtime, client_for) -> Iterator[World]:
             _orig(self, *args)
 
         cls._fetch = counted  # type: ignore[method-assign]
-    w.embeds = embeds
-    w.__dict__["embed_calls"] = lambda: sum(c.calls for c in counting.values())
     try:
         yield w
     finally:
@@ -142,10 +140,6 @@ def world(runtime, client_for) -> Iterator[World]:
             os.environ["SYNC_ALLOWED_HOSTS"] = before
         reset_settings()
         wiring.sync_context.cache_clear()
-
-
-def embed_calls(w: World) -> int:
-    return int(w.__dict__["embed_calls"]())
 
 
 def counts(run: dict[str, Any]) -> tuple[int, ...]:
@@ -209,10 +203,10 @@ def test_an_object_store_source_syncs_then_changes_nothing_then_follows_changes(
     assert any("caravan" in h["content"] for h in hits)
 
     # unchanged: decided from the ETags, nothing downloaded, nothing embedded
-    fetched, embedded = w.fetched.get(store.connector, 0), embed_calls(w)
+    fetched, embedded = w.fetched.get(store.connector, 0), w.embed_calls()
     second = w.run(source)
     assert second["status"] == "succeeded" and counts(second) == (3, 0, 0, 3, 0, 0)
-    assert (w.fetched.get(store.connector, 0), embed_calls(w)) == (fetched, embedded)
+    assert (w.fetched.get(store.connector, 0), w.embed_calls()) == (fetched, embedded)
 
     # changed and removed: one download, one removal
     store.put("notes.txt", text("greenhouse"))
@@ -269,11 +263,11 @@ def test_a_git_source_syncs_then_answers_nothing_changed_in_one_round_trip(world
     assert any("compass" in h["content"] for h in hits)
 
     # the ref did not move: one ls-refs, nothing listed, fetched or embedded, nothing removed
-    before, fetched, embedded = len(repo.log), w.fetched["git"], embed_calls(w)
+    before, fetched, embedded = len(repo.log), w.fetched["git"], w.embed_calls()
     second = w.run(source)
     assert second["status"] == "succeeded" and counts(second) == (0, 0, 0, 0, 0, 0), second
     assert [r.command for r in repo.requests_since(before)] == ["ls-refs"]
-    assert (w.fetched["git"], embed_calls(w), len(w.documents(kb))) == (fetched, embedded, 3)
+    assert (w.fetched["git"], w.embed_calls(), len(w.documents(kb))) == (fetched, embedded, 3)
 
     # a commit changing one file: the tree is read again and that one blob alone is fetched
     repo.commit({"docs/faq.md": text("beacon")})

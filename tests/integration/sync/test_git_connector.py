@@ -43,7 +43,7 @@ def listed(listing: RemoteListing) -> dict[str, str | None]:
 
 
 DOCS = {"README.md": b"# Readme\n", "docs/guide/install.md": b"Install with make.\n", "docs/notes.txt": b"notes\n",
-        "src/app.py": b"print('not documentation')\n"}
+        "src/app.py": b"print('not documentation')\n", "package.json": b"{}", "docs/data.csv": b"a,b\n"}
 
 
 def test_the_listing_is_the_tree_at_the_ref_with_blob_ids_and_no_file_contents(server):

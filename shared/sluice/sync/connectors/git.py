@@ -45,9 +45,15 @@ SYMLINK_NOTE = "A symbolic link: links are not followed."
 MAX_ATTRIBUTES = 64 * 1024
 
 
+# Kinds Sluice reads that in a repository are data, configuration or build output rather than
+# documentation (package.json, a pom.xml, fixtures, release archives): synced only when paths names them.
+NOT_DOCUMENTATION = frozenset({".json", ".xml", ".csv", ".zip", ".tgz", ".tar.gz", ".xlf", ".xliff", ".msg"})
+
+
 def default_paths() -> list[str]:
-    """The documentation kinds Sluice reads, anywhere in the repository."""
-    return [f"**/*{ext}" for ext in kb_extensions()]
+    """The documentation kinds Sluice reads (Markdown, text, HTML, PDF, Office and OpenDocument files),
+    anywhere in the repository."""
+    return [f"**/*{ext}" for ext in kb_extensions() if ext not in NOT_DOCUMENTATION]
 
 
 class GitConfig(BaseModel):
