@@ -174,7 +174,7 @@ class GitRemote:
         resp = self._post("ls-refs", body)
         refs: dict[str, tuple[str, str | None]] = {}
         try:
-            pkts = _Pkts(resp.iter_raw(), self.transfer)
+            pkts = _Pkts(resp.iter_bytes(), self.transfer)
             while (line := pkts.read()) is not None:
                 if line == b"":
                     break
@@ -216,7 +216,7 @@ class GitRemote:
         """A fetch request; answers the response and an iterator over its pack's bytes (band 1)."""
         body = pkt("command=fetch\n") + DELIM + b"".join(pkt(a + "\n") for a in args) + FLUSH
         resp = self._post(kind, body)
-        pkts = _Pkts(resp.iter_raw(), self.transfer)
+        pkts = _Pkts(resp.iter_bytes(), self.transfer)
 
         def pack_bytes() -> Iterator[bytes]:
             in_pack = False
