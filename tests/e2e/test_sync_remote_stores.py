@@ -337,3 +337,12 @@ def test_a_git_source_refuses_plain_http_to_a_host_nobody_listed(world, monkeypa
         monkeypatch.setenv("SYNC_ALLOWED_HOSTS", "127.0.0.0/8")
         reset_settings()
         wiring.sync_context.cache_clear()
+
+
+def test_a_git_source_may_name_no_secret_and_a_private_repository_then_refuses_it_in_words(world, repo):
+    # a public repository needs no credential; this one is private, so the run says so and removes nothing
+    kb = world.base("git public")
+    source = world.source(kb, "git", {"url": repo.url}, None)
+    run = world.run(source)
+    assert run["status"] == "failed" and run["listing_complete"] is False, run
+    assert "HTTP401" in (run["error"] or "") and "Nothing was removed" in run["error"]
