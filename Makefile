@@ -41,7 +41,7 @@ PGVECTOR_TAG   ?= v0.8.6
 PGVECTOR_URL   ?= https://github.com/pgvector/pgvector
 PGVECTOR_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sluice/pgvector-$(PGVECTOR_TAG)
 PGVECTOR_CLONE_TIMEOUT ?= 20
-install: $(VENV)/.installed $(MODEL) libreoffice tesseract console chromium
+install: $(VENV)/.installed $(MODEL) libreoffice tesseract console chromium azurite
 	@pg_config=$$($(BIN)/python -W ignore -c 'import os, pgserver; print(os.path.join(os.path.dirname(pgserver.__file__), "pginstall", "bin", "pg_config"))'); \
 	version_of() { sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$$1" 2>/dev/null; }; \
 	have=$$(version_of "$$($$pg_config --sharedir)/extension/vector.control"); \
@@ -101,6 +101,22 @@ libreoffice:
 		else \
 			echo "LibreOffice: not installed: apt-get install $$pkg failed, see $$log"; \
 		fi; \
+	fi
+
+# The azure_blob connector is tested against Azurite, Microsoft's Azure Storage emulator (npm), kept in
+# the venv's node folder (tests/remote_servers.py looks there). Without node/npm one line says so and
+# those tests skip.
+AZURITE ?= azurite@3
+.PHONY: azurite
+azurite:
+	@if [ -x "$(VENV)/node/node_modules/.bin/azurite-blob" ]; then \
+		echo "Azurite: $(VENV)/node (the azure_blob connector's tests)"; \
+	elif ! command -v npm >/dev/null 2>&1; then \
+		echo "Azurite: not installed: no npm on this machine (the azure_blob connector's tests skip)"; \
+	elif npm install --prefix "$(VENV)/node" --no-audit --no-fund --silent "$(AZURITE)" >"$(VENV)/azurite-install.log" 2>&1; then \
+		echo "Azurite: installed into $(VENV)/node"; \
+	else \
+		echo "Azurite: not installed: npm install failed, see $(VENV)/azurite-install.log"; \
 	fi
 
 # OCR (R-PARSE-7) runs Tesseract through PyMuPDF, whose wheel carries the engine: what a machine adds is

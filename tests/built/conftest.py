@@ -205,15 +205,16 @@ def container_environment(variables: dict[str, str], function: str, opt: Path, t
 def invoke_built(build: Build, python312: str, lambda_runtime: Path, opt_of, env_json,
                  tmp_path_factory: pytest.TempPathFactory):
     """``invoke_built(function, event)``: the built handler's result (``event=None``: import only),
-    run with exactly the variables env.json sets for the function."""
-    def invoke(function: str, event: dict[str, Any] | None) -> Any:
+    run with exactly the variables env.json sets for the function; ``imports``: modules imported
+    after the handler, as a run imports them lazily."""
+    def invoke(function: str, event: dict[str, Any] | None, imports: list[str] | None = None) -> Any:
         fn = build.functions[function]
         opt = opt_of(function)
         scratch = tmp_path_factory.mktemp(f"tmp-{function}")
         environment = container_environment(env_json[function], function, opt, fn.code, scratch)
         request = {"task_root": str(fn.code), "opt": str(opt), "runtime": str(lambda_runtime),
                    "handler": fn.handler, "function": function, "memory": fn.memory, "timeout": fn.timeout,
-                   "event": event, "mark": MARK}
+                   "event": event, "mark": MARK, "imports": imports or []}
         done = subprocess.run([python312, "-I", "-S", str(RUNNER)], input=json.dumps(request), text=True,
                               capture_output=True, env=environment, timeout=fn.timeout + 120, check=False)
         lines = [line for line in done.stdout.splitlines() if line.startswith(MARK)]

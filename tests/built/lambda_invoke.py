@@ -40,6 +40,8 @@ def main() -> None:
     module_name, _, attribute = request["handler"].rpartition(".")
     module = importlib.import_module(module_name)
     handler = getattr(module, attribute)
+    for name in request.get("imports") or []:  # what the handler imports when a run needs it
+        importlib.import_module(name)
     if request.get("event") is None:  # an import (cold start) only
         result = {"imported": module_name, "modules": sorted(m.split(".")[0] for m in sys.modules)}
     else:

@@ -46,6 +46,18 @@ def test_every_handler_imports_with_only_its_layers(build: Build, invoke_built):
             assert "pymupdf" not in loaded["modules"] and "fitz" not in loaded["modules"], name
 
 
+def test_the_built_sync_function_imports_every_connector_and_its_client(invoke_built):
+    # The registry imports no client at cold start (the sources function validates configs without
+    # them); a run imports its connector's client lazily, which must be in the sync function's layers.
+    from sluice.sync.connectors import CONNECTORS
+
+    modules = [cls.__module__ for cls in CONNECTORS.values()]
+    clients = ["azure.storage.blob", "azure.core", "google.cloud.storage", "google.oauth2.service_account",
+               "dulwich.objects", "dulwich.object_store", "sluice.sync.connectors.gitwire"]
+    loaded = invoke_built("SyncTaskFunction", None, imports=modules + clients)
+    assert {"azure", "google", "dulwich"} <= set(loaded["modules"])
+
+
 def sample(name: str) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads((EVENTS / f"{name}.json").read_text())
     return loaded

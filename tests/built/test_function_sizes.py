@@ -17,7 +17,9 @@ BY_NEED = {"ParseFunction": ["ParseLayer"], "EmbedFunction": ["ModelLayer"], "Se
            # Chat (issue 16): the file routes and the presigned arrivals check and parse; the conversation
            # routes and the attachment worker count tokens and embed. No function carries both layers.
            "ChatFilesFunction": ["ParseLayer"], "ChatArrivalFunction": ["ParseLayer"],
-           "ChatFunction": ["ModelLayer"], "ChatWorkerFunction": ["ModelLayer"]}
+           "ChatFunction": ["ModelLayer"], "ChatWorkerFunction": ["ModelLayer"],
+           # The sync tasks: the remote stores' clients (azure_blob, gcs, git), nothing else carries them.
+           "SyncTaskFunction": ["ConnectorsLayer"]}
 # The LibreOffice layer an operator attaches to the parse function (LibreOfficeLayerArn) is built
 # elsewhere: the parse function keeps this much free for it (README "Legacy Word documents on AWS").
 LIBREOFFICE_ALLOWANCE = 100 * MB
@@ -43,7 +45,11 @@ def test_the_layers_hold_what_their_functions_need_and_nothing_heavier(build: Bu
     model = build.layer_dirs["ModelLayer"] / "python" / "sluice" / "_models" / "all-MiniLM-L6-v2"
     assert (model / "model.onnx").stat().st_size > 20 * MB and (model / "tokenizer.json").is_file()
     assert has("ModelLayer", "onnxruntime") and has("ModelLayer", "tokenizers") and has("ModelLayer", "numpy")
-    for layer in ("SluiceLayer", "DepsLayer", "ModelLayer", "ParseLayer"):
+    assert has("ConnectorsLayer", "azure/storage/blob") and has("ConnectorsLayer", "google/cloud/storage")
+    assert has("ConnectorsLayer", "dulwich")
+    for heavy in ("pymupdf", "onnxruntime", "numpy"):
+        assert not has("ConnectorsLayer", heavy), f"ConnectorsLayer holds {heavy}"
+    for layer in ("SluiceLayer", "DepsLayer", "ModelLayer", "ParseLayer", "ConnectorsLayer"):
         # sluice-client and its frameworks are for the service's callers (clients/python), never Lambda's.
         for heavy in ("torch", "sentence_transformers", "transformers", "sluice_client", "langchain_core",
                       "llama_index", "mcp"):

@@ -30,8 +30,14 @@ def audit(source_id: str) -> list[sync_sources.AuditEntry]:
 def test_the_connector_listing_says_what_a_source_takes(sync_world):
     resp = sync_world.api.get("/rag/sync/connectors")
     assert resp.status_code == 200
-    (s3,) = resp.json()["connectors"]
+    listed = {c["connector"]: c for c in resp.json()["connectors"]}
+    s3 = listed["s3"]
     assert s3["connector"] == "s3" and s3["secret_kind"] == "aws_credentials"
+    kinds = {name: listed[name]["secret_kind"] for name in ("azure_blob", "gcs", "git")}
+    assert kinds == {"azure_blob": "azure_storage", "gcs": "gcp_service_account", "git": "git_token"}
+    assert set(listed["azure_blob"]["config_schema"]["properties"]) == {"account", "container", "prefix", "endpoint"}
+    assert set(listed["git"]["config_schema"]["properties"]) == {"url", "ref", "paths", "max_files"}
+    assert "blob id" in listed["git"]["change_signal"] and "ETag" in listed["gcs"]["change_signal"]
     assert set(s3["config_schema"]["properties"]) == {"bucket", "prefix", "region"}
     assert s3["config_schema"]["required"] == ["bucket"]
     assert "ETag" in s3["change_signal"]

@@ -191,6 +191,7 @@ def test_each_role_reads_only_the_kinds_of_secret_it_uses(raw):
     # search, embed or chat worker functions: each reads the kinds it binds (issue 26, finding 9).
     # Keyed embedding and image-description providers are openai only (the tag a bound key carries):
     from sluice.access.keys import KEYED_PROVIDERS
+    from sluice.sync.connectors import CONNECTORS
     from sluice.sync.connectors.s3 import SECRET_KIND
 
     assert set(KEYED_PROVIDERS) == {"openai"}
@@ -201,7 +202,8 @@ def test_each_role_reads_only_the_kinds_of_secret_it_uses(raw):
         "EmbedFunction": {"openai"},            # bases' embedding and image-description keys
         "SearchFunction": {"openai", "reranker"},  # query embeddings; the deployment's reranker key
         "ChatWorkerFunction": {"chat_model"},    # the deployment's chat model key; attachments embed locally
-        "SyncTaskFunction": {"aws_credentials"},  # a source's own credential
+        # a source's own credential: the secret kinds of the connectors, and nothing else
+        "SyncTaskFunction": {c.SECRET_KIND for c in CONNECTORS.values() if c.SECRET_KIND},
     }
 
 

@@ -180,6 +180,8 @@ def _check_credential(p: Principal, vault: KeyVault | None, settings: SyncContex
         if secret_id is not None:
             raise ValidationError("This connector takes no secret", fields={"secret_id": "Leave this empty."})
         return
+    if secret_id is None and cls.SECRET_OPTIONAL:
+        return
     if secret_id is None:
         container = str(config.get("bucket", ""))
         if p.is_app_admin and container and matches_any(container, settings.sync_function_role_buckets):

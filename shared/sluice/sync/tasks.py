@@ -145,6 +145,8 @@ def _rows(ctx: SyncContext, files: list[RemoteFile]) -> list[RunFile]:
             name, outcome, reason = remote_name(f.key), None, None
         except RemoteNameRefused as exc:
             name, outcome, reason = (f.key.rstrip("/").rsplit("/", 1)[-1] or f.key)[-255:] or "/", "failed", str(exc)
+        if outcome is None and f.note:
+            outcome, reason = "ignored", f.note
         if outcome is None:
             if in_batch and (in_batch >= limit_files or bytes_in_batch + f.size > limit_bytes):
                 batch, in_batch, bytes_in_batch = batch + 1, 0, 0

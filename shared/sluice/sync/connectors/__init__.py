@@ -15,6 +15,7 @@ from sluice.access.keys import PROVIDER_TAG, tenant_mismatch
 from sluice.config import SyncContextSettings
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.db.sync_sources import SyncSource
+from sluice.sync.connectors.azure_blob import AzureBlobConnector
 from sluice.sync.connectors.base import (
     CREDENTIAL_SENTENCE,
     ConfigRefusal,
@@ -24,14 +25,20 @@ from sluice.sync.connectors.base import (
     RemoteListing,
     SourceRefused,
 )
+from sluice.sync.connectors.gcs import GcsConnector
+from sluice.sync.connectors.git import GitConnector
 from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config, S3Connector, default_client
 
 log = logging.getLogger("sluice.sync")
 
-CONNECTORS: dict[str, type[Connector]] = {S3Connector.CONNECTOR_TYPE: S3Connector}
+CONNECTORS: dict[str, type[Connector]] = {
+    cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector)}
 
 __all__ = [
     "CONNECTORS",
+    "AzureBlobConnector",
+    "GcsConnector",
+    "GitConnector",
     "CREDENTIAL_SENTENCE",
     "ConfigRefusal",
     "Connector",

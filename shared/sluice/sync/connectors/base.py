@@ -45,6 +45,9 @@ class RemoteFile:
     size: int
     etag: str | None
     modified: datetime | None = None
+    # A file the connector names and will not fetch (a git submodule, an LFS pointer): the run
+    # reports it as ignored with this sentence.
+    note: str | None = None
 
 
 @dataclass
@@ -119,6 +122,9 @@ class Connector(ABC):
     CONFIG_MODEL: ClassVar[type[BaseModel]]
     # The kind of vault secret a source of this connector names in secret_id, or None for none.
     SECRET_KIND: ClassVar[str | None]
+    # Whether a source may name no secret at all (a public git repository): the connector then reads
+    # without a credential, never with one of the deployment's.
+    SECRET_OPTIONAL: ClassVar[bool] = False
     # What the listing carries that says "changed" before any byte is fetched (DESIGN: a signal
     # the flow can read before the download is the difference between a nightly run that costs a
     # listing and one that costs the whole folder). The content hash is the fallback.
