@@ -25,6 +25,8 @@ SCHEMA_TABLES = frozenset({
     "teardown_documents",
     # BM25's per-collection statistics (0014)
     "collection_text_stats", "collection_lexemes",
+    # a tenant's OCR pages a day (0017)
+    "ocr_usage",
     # Chat (0008): files, conversations, messages, attachments and the attachments' chunks.
     "chat_files", "conversations", "chat_messages", "chat_attachments", "chat_attachment_chunks",
 })
