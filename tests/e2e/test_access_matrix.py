@@ -139,6 +139,10 @@ UNTARGETED |= {("POST", "/pools/documents"), ("POST", "/pools/uploads"), ("GET",
 UNTARGETED |= {("GET", "/rag/vision-models")}
 # R-PARSE-7: what the deployment parses with names no base; tests/e2e/test_parsers_http.py reads it.
 UNTARGETED |= {("GET", "/rag/parsers")}
+# R-UI-1: the console's page and hashed assets are public static files (every call the page makes is
+# an ordinary API call with the user's token); tests/unit/test_console.py and the browser tests read them.
+CONSOLE_ROUTES = {("GET", "/console"), ("GET", "/console/assets/{proxy+}")}
+UNTARGETED |= CONSOLE_ROUTES
 # A receipt names a teardown, not a base: who reads it is tested in tests/e2e/test_teardown_http.py.
 # (DELETE /kb/{kb_id} and DELETE /rag/collections/{name} are checked below as every other route is:
 # the absent answer for whoever does not reach the base; their 202s are tested there too, on bases
@@ -307,8 +311,8 @@ def test_every_template_route_is_modelled_here():
     assert len(TEMPLATE_ROUTES) == len(KNOWN_HERE) + len(OTHER) + len(UNTARGETED & TEMPLATE_ROUTES)
 
 
-def test_every_route_but_health_and_the_api_description_needs_a_token(runtime):
-    assert {("GET", "/health"), ("GET", "/openapi.json")} == TEMPLATE_ROUTES - TOKEN_ROUTES
+def test_every_route_but_health_the_api_description_and_the_console_needs_a_token(runtime):
+    assert {("GET", "/health"), ("GET", "/openapi.json"), *CONSOLE_ROUTES} == TEMPLATE_ROUTES - TOKEN_ROUTES
     for method, path in sorted(TOKEN_ROUTES):
         t = Target(str(uuid.uuid4()), "x", str(uuid.uuid4()), "org")
         resp = httpx.request(method, runtime.api_url + _path(path, t))
