@@ -100,6 +100,13 @@ class IndexingPausedError(SluiceError):
     code = "INDEXING_PAUSED"
 
 
+class SearchTimeoutError(SluiceError):
+    """R-SRCH-8: a search's statement ran past its bound and the server stopped it."""
+
+    status = 503
+    code = "SEARCH_TIMEOUT"
+
+
 class FileTooLargeError(SluiceError):
     status = 413
     code = "FILE_TOO_LARGE"

@@ -132,6 +132,12 @@ def set_lock_timeout(conn: Connection, ms: int) -> None:
     conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{ms}ms",))
 
 
+def set_statement_timeout(conn: Connection, ms: int) -> None:
+    """Stop any statement of this transaction that runs longer than ``ms``, until the transaction ends
+    (the server cancels it: nothing of it keeps running after the caller has given up)."""
+    conn.execute("SELECT set_config('statement_timeout', %s, true)", (f"{ms}ms",))
+
+
 def set_role_password(conn: psycopg.Connection[Any], role: str, password: str) -> None:
     """Give ``role`` a password (the local runtime's exposed PostgreSQL)."""
     from psycopg import sql

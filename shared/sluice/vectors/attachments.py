@@ -24,6 +24,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from sluice.db.connection import Connection
+from sluice.vectors.bounds import bounded
 from sluice.vectors.fulltext import NO_TEXT, TextQuery, TextStatistics, query_lexemes, weigh
 from sluice.vectors.search import Candidate
 from sluice.vectors.store import as_vector
@@ -148,20 +149,21 @@ def candidates(conn: Connection, *, conversation_id: uuid.UUID, attachment_ids: 
     """
     if not attachment_ids:
         return []
-    lexical = lexical_query(conn, conversation_id=conversation_id, attachment_ids=attachment_ids, text=text)
-    query = sql.SQL(_CANDIDATES).format(table=sql.Identifier(TABLE),
-                                        scope_score=lexical.score(sql.SQL("s.content_tsv")),
-                                        score=lexical.score(sql.SQL("c.content_tsv")))
-    rows = conn.cursor(row_factory=dict_row).execute(query, {
-        "tsq": lexical.tsquery, "conversation": conversation_id, "attachments": list(attachment_ids),
-        "vec": as_vector(vector), "pool": pool,
-    }).fetchall()
+    with bounded(conn):
+        lexical = lexical_query(conn, conversation_id=conversation_id, attachment_ids=attachment_ids, text=text)
+        query = sql.SQL(_CANDIDATES).format(table=sql.Identifier(TABLE),
+                                            scope_score=lexical.score(sql.SQL("s.content_tsv")),
+                                            score=lexical.score(sql.SQL("c.content_tsv")))
+        rows = conn.cursor(row_factory=dict_row).execute(query, {
+            "tsq": lexical.tsquery, "conversation": conversation_id, "attachments": list(attachment_ids),
+            "vec": as_vector(vector), "pool": pool,
+        }).fetchall()
     return [
         Candidate(collection=TABLE, chunk_id=r["id"], document_id=r["attachment_id"], kb_id=None,
                   chunk_index=r["chunk_index"], content=r["content"], filename=None, page_start=r["page_start"],
                   page_end=r["page_end"], source=SOURCE, document_type=None, organizational_unit=None,
                   source_path=None, metadata={}, vec_score=float(r["vec_score"]),
-                  text_score=float(r["text_score"]),
+                  text_score=float(r["text_score"]), text_bound=lexical.bound,
                   found_by=tuple(side for side, hit in (("vector", r["by_vector"]), ("text", r["by_text"])) if hit))
         for r in rows
     ]

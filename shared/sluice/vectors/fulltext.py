@@ -57,6 +57,12 @@ COMMON_LEXEME_ROWS = 5_000
 # record, a reply quoting it, its attachment. In more, it names a kind of thing (a year, a product
 # line), and the cosine keeps its say (sluice.search.ranking).
 RARE_IDENTIFIER_CHUNKS = 10
+# R-SRCH-8: the lexical side scores at most this many of a query's lexemes, the rarest (fewest chunks):
+# each scored lexeme is one BM25 term evaluated on every row matching any of them, so a pasted page of
+# 1,200 distinct words made one search hold the database for seconds (8.5 s on 2,000 chunks). The
+# longest SciFact claim has 28 distinct words and the lay questions fewer, so neither corpus's nDCG can
+# move; the common words a long text adds weigh least anyway.
+MAX_QUERY_LEXEMES = 32
 _DIGIT = re.compile(r"[0-9]")
 
 
@@ -129,7 +135,8 @@ class TextQuery:
 
     ``lexemes``: every lexeme of the text in the collection's language (stop words are not lexemes);
     ``weights``: the lexemes scored, each with its IDF; ``dropped``: held by more than
-    ``COMMON_LEXEME_ROWS`` chunks, so not scored; ``avg_len``: the collection's average chunk length.
+    ``COMMON_LEXEME_ROWS`` chunks, or past the ``MAX_QUERY_LEXEMES`` rarest, so not scored;
+    ``avg_len``: the collection's average chunk length.
     """
 
     lexemes: tuple[str, ...] = ()
@@ -209,8 +216,11 @@ def weigh(lexemes: Sequence[str], stats: TextStatistics | None, common_rows: int
         return TextQuery(tuple(lexemes))
     limit = COMMON_LEXEME_ROWS if common_rows is None else common_rows
     held = [(lx, stats.holding[lx]) for lx in lexemes if stats.holding.get(lx, 0) > 0]
-    weights = tuple((lx, idf(stats.chunks, n)) for lx, n in held if n <= limit)
-    dropped = tuple(lx for lx, n in held if n > limit)
+    # the rarest MAX_QUERY_LEXEMES of those under the common-lexeme cut, in the query's own order
+    scored = {lx for lx, _ in sorted((h for h in held if h[1] <= limit), key=lambda h: (h[1], h[0]))
+              [:MAX_QUERY_LEXEMES]}
+    weights = tuple((lx, idf(stats.chunks, n)) for lx, n in held if lx in scored)
+    dropped = tuple(lx for lx, n in held if lx not in scored)
     rare = tuple(lx for lx, n in held if n <= RARE_IDENTIFIER_CHUNKS and _DIGIT.search(lx))
     return TextQuery(tuple(lexemes), weights, stats.avg_len, dropped, rare)
 

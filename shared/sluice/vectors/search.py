@@ -62,6 +62,7 @@ from psycopg.rows import dict_row
 
 from sluice.db.connection import Connection
 from sluice.db.migrations import version_tuple
+from sluice.vectors.bounds import bounded
 from sluice.vectors.fulltext import (
     DEFAULT_LANGUAGE,
     NO_TEXT,
@@ -481,6 +482,14 @@ def find_candidates(
     The benchmarks and tests use them; by default the plan is chosen from the size of the scope and
     the database's pgvector.
     """
+    with bounded(conn):
+        return _find_candidates(conn, collection, vector=vector, text=text, scope=scope, limit=limit,
+                                filters=filters, strategy=strategy, iterative=iterative, common_rows=common_rows)
+
+
+def _find_candidates(conn: Connection, collection: str, *, vector: Sequence[float], text: str,
+                     scope: Sequence[BaseScope], limit: int, filters: ChunkFilter, strategy: Strategy | None,
+                     iterative: bool | None, common_rows: int | None) -> tuple[list[Candidate], Plan]:
     facts = table_facts(conn, collection) if scope else TableFacts(False, 0.0, False)
     if not facts.present:
         return [], Plan("exact", 0, 0.0)
@@ -567,4 +576,5 @@ def organizational_units(conn: Connection, collection: str, scope: Sequence[Base
     query = (sql.SQL("SELECT DISTINCT organizational_unit AS unit FROM {t} WHERE ").format(t=table_ident(collection))
              + where + sql.SQL(" AND organizational_unit IS NOT NULL AND btrim(organizational_unit) <> ''"
                                " ORDER BY 1"))
-    return [_one(r) for r in conn.execute(query, params).fetchall()]
+    with bounded(conn):
+        return [_one(r) for r in conn.execute(query, params).fetchall()]
