@@ -17,9 +17,11 @@ from sluice.api.views_sync import (
     SyncRunOut,
     SyncRunsOut,
     SyncSourceOut,
+    SyncSourcePreviewOut,
     SyncSourcesOut,
     connectors_view,
     files_view,
+    preview_view,
     run_view,
     runs_view,
     source_view,
@@ -45,6 +47,14 @@ def create_source(kb_id: str, body: Annotated[sources.CreateSyncSource, Body()])
     with ctx.uow() as conn:
         source, kb = sources.create_source(conn, p, kb_id, body, settings=ctx.settings, vault=ctx.vault)
     return respond(201, source_view(source, kb))
+
+
+@app.post("/kb/<kb_id>/sync-sources/preview",
+          summary="What a source would do before it is saved: who reads what it ingests (R-SYNC-8)")
+def preview_source(kb_id: str, body: Annotated[sources.PreviewSyncSource, Body()]) -> SyncSourcePreviewOut:
+    p, ctx = principal(app), sync_context()
+    with ctx.uow() as conn:
+        return preview_view(sources.preview_source(conn, p, kb_id, body, settings=ctx.settings, vault=ctx.vault))
 
 
 @app.get("/kb/<kb_id>/sync-sources", summary="A base's sync sources")

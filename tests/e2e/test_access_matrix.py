@@ -119,6 +119,8 @@ KNOWN = [
     # so none can lend a credential: creating answers 400 naming secret_id for every writer.
     RouteCase("POST", "/kb/{kb_id}/sync-sources", "write", lambda t: 400,
               json=lambda t: {"name": "matrix", "connector": "s3", "config": {"bucket": "matrix-bucket"}}),
+    RouteCase("POST", "/kb/{kb_id}/sync-sources/preview", "write", lambda t: 200,
+              json=lambda t: {"connector": "s3", "config": {"bucket": "matrix-bucket"}}),
     RouteCase("GET", "/kb/{kb_id}/sync-sources", "write", lambda t: 200),
     RouteCase("GET", "/kb/{kb_id}/sync-sources/{source_id}", "write", lambda t: 200),
     RouteCase("PATCH", "/kb/{kb_id}/sync-sources/{source_id}", "write", lambda t: 200,

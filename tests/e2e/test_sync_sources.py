@@ -244,3 +244,47 @@ def test_the_cli_follows_a_run_and_prints_every_file(sync_world, make_token, cap
                for line in lines)
     assert "succeeded: listed 2, new 1, updated 0, unchanged 0, ignored 1, failed 0, removed 0" in lines[-1]
     assert main(["sync", "run", str(uuid.uuid4()), "--api", w.runtime.api_url, "--token", token]) == 1
+
+
+def test_the_preview_says_who_will_read_what_a_source_ingests_before_it_exists(sync_world, client_for):
+    """R-SYNC-8: the audience sentence, the credential named only to one who may use it, and a create's
+    refusals by field; nothing is saved and nothing remote is read."""
+    w = sync_world
+    url = f"/kb/{w.kb['id']}/sync-sources/preview"
+    before = len(w.api.get(f"/kb/{w.kb['id']}/sync-sources").json()["sources"])
+    listed = len(w.calls.calls) if hasattr(w.calls, "calls") else None
+
+    resp = w.api.post(url, json=body(w))
+    assert resp.status_code == 200, resp.text
+    assert resp.json() == {
+        "sentence": f"The secret {w.secret_id} can read whatever it has been granted, and everything it ingests "
+                    f"becomes searchable in {w.kb['collection_name']} by everyone in the organization {ORG} "
+                    "who can view this base.",
+        "refusals": {}}
+    assert len(w.api.get(f"/kb/{w.kb['id']}/sync-sources").json()["sources"]) == before  # nothing saved
+    if listed is not None:
+        assert len(w.calls.calls) == listed  # nothing remote read
+
+    # a secret the caller may not use is not named, and a create would refuse it
+    foreign = make_secret(w.runtime, "someone_else")
+    resp = w.api.post(url, json={**body(w), "secret_id": foreign})
+    assert resp.status_code == 200
+    assert resp.json()["sentence"].startswith("The source's credential can read whatever")
+    assert foreign not in resp.json()["sentence"]
+    assert list(resp.json()["refusals"]) == ["secret_id"]
+
+    # a config a create would refuse: by field
+    resp = w.api.post(url, json={**body(w), "config": {"bucket": "No_Such..Bucket"}})
+    assert resp.status_code == 200 and list(resp.json()["refusals"]) == ["config.bucket"]
+
+    # a personal base: its owner alone
+    owner = client_for(f"pat_{uuid.uuid4().hex[:6]}", ORG, PERMS)
+    mine = owner.post("/kb", json={"name": "Mine", "scope": "personal"}).json()
+    resp = owner.post(f"/kb/{mine['id']}/sync-sources/preview", json={"connector": "s3", "config": {"bucket": "b"}})
+    assert resp.status_code == 200
+    assert f"by its owner ({mine['owner_id']}) alone." in resp.json()["sentence"]
+
+    # a reader of the base gets what a create would answer them: the absent answer
+    reader = client_for(f"viewer_{uuid.uuid4().hex[:6]}", ORG, ["collections:view"])
+    resp = reader.post(url, json=body(w))
+    assert (resp.status_code, resp.json()) == (404, ABSENT)

@@ -46,6 +46,7 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str]] = {
     ("get", "/rag/sync/connectors"): ("sync", "list_connectors"),
     ("get", "/kb/{kb_id}/sync-sources"): ("sync", "list_sync_sources"),
     ("post", "/kb/{kb_id}/sync-sources"): ("sync", "create_sync_source"),
+    ("post", "/kb/{kb_id}/sync-sources/preview"): ("sync", "preview_sync_source"),
     ("get", "/kb/{kb_id}/sync-sources/{source_id}"): ("sync", "get_sync_source"),
     ("patch", "/kb/{kb_id}/sync-sources/{source_id}"): ("sync", "update_sync_source"),
     ("delete", "/kb/{kb_id}/sync-sources/{source_id}"): ("sync", "delete_sync_source"),

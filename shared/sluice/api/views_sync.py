@@ -12,7 +12,7 @@ from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.db.sync_runs import RunFile
 from sluice.db.sync_sources import SyncSource
 from sluice.sync.runs import FilePage, RunPage, RunState
-from sluice.sync.sources import ConnectorInfo
+from sluice.sync.sources import ConnectorInfo, Preview
 
 Outcome = Literal["new", "updated", "unchanged", "ignored", "failed", "removed"]
 
@@ -168,3 +168,14 @@ def files_view(page: FilePage) -> SyncFilesOut:
     nxt = page.offset + page.limit if page.offset + page.limit < page.total else None
     return SyncFilesOut(run_id=str(page.run_id), files=[file_view(f) for f in page.files], total=page.total,
                         limit=page.limit, offset=page.offset, next_offset=nxt, note=page.note)
+
+
+class SyncSourcePreviewOut(Body):
+    sentence: str = Field(description="Who could search what the source would ingest, and with what credential "
+                                      "(R-SYNC-8); a secret is named only when the caller may use it.")
+    refusals: dict[str, str] = Field(description="What creating the same source would refuse, by field "
+                                                 "(config.<field>, secret_id); empty: nothing.")
+
+
+def preview_view(preview: Preview) -> SyncSourcePreviewOut:
+    return SyncSourcePreviewOut(sentence=preview.sentence, refusals=preview.refusals)

@@ -67,6 +67,24 @@ class CreateSyncSource(BaseModel):
     schedule: str | None = Field(None, max_length=40, description="rate(1 day), rate(6 hours)...; null: by hand only.")
 
 
+class PreviewSyncSource(BaseModel):
+    """What a source would be (R-SYNC-8): the parts of a create body that decide who reads what."""
+
+    model_config = ConfigDict(extra="ignore")  # a whole create body may be sent as it is
+
+    connector: str = Field(min_length=1, max_length=40, description="A connector of GET /rag/sync/connectors.")
+    config: dict[str, Any] = Field(default_factory=dict, description="The config the source would have.")
+    secret_id: str | None = Field(None, min_length=1, max_length=2048)
+
+
+@dataclass(frozen=True)
+class Preview:
+    """The audience sentence, and what a create of the same body would refuse, by field."""
+
+    sentence: str
+    refusals: dict[str, str]
+
+
 class UpdateSyncSource(BaseModel):
     """Only what changes; ``null`` clears secret_id, organizational_unit or schedule."""
 
@@ -242,6 +260,45 @@ def create_source(conn: Connection, p: Principal, kb_id: str, body: CreateSyncSo
         schedule=checked_schedule(body.schedule, settings), created_by=p.user_id))
     _audit(conn, "sync_source.created", p, source, kb)
     return source, kb
+
+
+def audience(kb: KnowledgeBase) -> str:
+    """Who can search what a source of ``kb`` ingests (R-SYNC-8, seed 000 #982)."""
+    if kb.scope == "personal":
+        return f"its owner ({kb.owner_id}) alone"
+    if kb.scope == "org":
+        return f"everyone in the organization {kb.org_id} who can view this base"
+    return "anybody in this deployment"
+
+
+def preview_source(conn: Connection, p: Principal, kb_id: str, body: PreviewSyncSource, *,
+                   settings: SyncContextSettings, vault: KeyVault | None) -> Preview:
+    """What a source of ``body`` would do, before it exists: who reads what it ingests, and what a create
+    would refuse. Nothing remote is read and no secret's value: the config by its connector's rules, the
+    secret by its tags, as a create checks them."""
+    kb = resolve_base(conn, p, kb_id, write=True)
+    cls = _connector(body.connector)
+    refusals: dict[str, str] = {}
+    try:
+        config = _checked_config(cls, body.config, settings)
+    except UnprocessableError as exc:
+        refusals.update(exc.details.get("fields", {}))
+        config = dict(body.config)
+    try:
+        _check_credential(p, vault, settings, cls, config, body.secret_id, kb)
+    except ValidationError as exc:
+        refusals.update(exc.details.get("fields", {}))
+    where = f"{kb.collection_name} by {audience(kb)}"
+    if cls.SECRET_KIND is None:
+        return Preview(f"This source reads only what its address makes public, and everything it ingests becomes "
+                       f"searchable in {where}.", refusals)
+    if body.secret_id is None:
+        credential = "The deployment's own role" if "secret_id" not in refusals else "The source's credential"
+    else:
+        # named only when the caller may lend it: an id the vault does not show them stays unnamed
+        credential = "The source's credential" if "secret_id" in refusals else f"The secret {body.secret_id}"
+    return Preview(f"{credential} can read whatever it has been granted, and everything it ingests becomes "
+                   f"searchable in {where}.", refusals)
 
 
 def update_source(conn: Connection, p: Principal, kb_id: str, source_id: str, body: UpdateSyncSource, *,

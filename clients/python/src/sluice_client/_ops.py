@@ -199,6 +199,13 @@ def create_sync_source(kb_id: str, name: str | None = None, connector: str | Non
               json=body(None, m.CreateSyncSource, name=name, connector=connector, config=config, **fields))
 
 
+def preview_sync_source(kb_id: str, connector: str | None = None, config: dict[str, Any] | None = None,
+                        **fields: Any) -> Op[m.SyncSourcePreviewOut]:
+    """Who could search what such a source would ingest, and what creating it would refuse (R-SYNC-8)."""
+    return Op("POST", f"/kb/{_p(kb_id)}/sync-sources/preview", model(m.SyncSourcePreviewOut), safe=True,
+              json=body(None, m.PreviewSyncSource, connector=connector, config=config, **fields))
+
+
 def get_sync_source(kb_id: str, source_id: str) -> Op[m.SyncSourceOut]:
     return Op("GET", f"/kb/{_p(kb_id)}/sync-sources/{_p(source_id)}", model(m.SyncSourceOut), safe=True)
 

@@ -213,6 +213,7 @@ class Sluice:
     list_connectors = _op(ops.list_connectors)
     list_sync_sources = _op(ops.list_sync_sources)
     create_sync_source = _op(ops.create_sync_source)
+    preview_sync_source = _op(ops.preview_sync_source)
     get_sync_source = _op(ops.get_sync_source)
     update_sync_source = _op(ops.update_sync_source)
     delete_sync_source = _op(ops.delete_sync_source)

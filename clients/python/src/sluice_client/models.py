@@ -569,6 +569,14 @@ class PresignedPostOut(SluiceModel):
     expires_in: int
 
 
+class PreviewSyncSource(SluiceModel):
+    "What a source would be (R-SYNC-8): the parts of a create body that decide who reads what."
+
+    connector: str = Field(description='A connector of GET /rag/sync/connectors.')
+    config: dict[str, Any] = Field(default=None, description='The config the source would have.')  # type: ignore[arg-type]
+    secret_id: str | None = Field(default=None)
+
+
 class ProgressOut(SluiceModel):
     done: int
     total: int
@@ -783,6 +791,11 @@ class SyncSourceOut(SluiceModel):
     updated_at: datetime | None
 
 
+class SyncSourcePreviewOut(SluiceModel):
+    sentence: str = Field(description='Who could search what the source would ingest, and with what credential (R-SYNC-8); a secret is named only when the caller may use it.')
+    refusals: dict[str, str] = Field(description='What creating the same source would refuse, by field (config.<field>, secret_id); empty: nothing.')
+
+
 class SyncSourcesOut(SluiceModel):
     kb_id: str
     sources: list[SyncSourceOut]
@@ -972,6 +985,7 @@ PresignRequest.model_rebuild()
 PresignedAcceptedOut.model_rebuild()
 PresignedChatFileOut.model_rebuild()
 PresignedPostOut.model_rebuild()
+PreviewSyncSource.model_rebuild()
 ProgressOut.model_rebuild()
 RecipientRemovedOut.model_rebuild()
 ReferenceOut.model_rebuild()
@@ -993,6 +1007,7 @@ SyncFilesOut.model_rebuild()
 SyncRunOut.model_rebuild()
 SyncRunsOut.model_rebuild()
 SyncSourceOut.model_rebuild()
+SyncSourcePreviewOut.model_rebuild()
 SyncSourcesOut.model_rebuild()
 TeardownErrorOut.model_rebuild()
 TeardownOut.model_rebuild()
@@ -1068,6 +1083,7 @@ __all__ = [
     'PresignedAcceptedOut',
     'PresignedChatFileOut',
     'PresignedPostOut',
+    'PreviewSyncSource',
     'ProgressOut',
     'RecipientRemovedOut',
     'ReferenceOut',
@@ -1089,6 +1105,7 @@ __all__ = [
     'SyncRunOut',
     'SyncRunsOut',
     'SyncSourceOut',
+    'SyncSourcePreviewOut',
     'SyncSourcesOut',
     'TeardownErrorOut',
     'TeardownOut',
