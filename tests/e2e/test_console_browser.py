@@ -292,6 +292,7 @@ def test_a_sync_source_is_reviewed_before_it_is_saved_then_run(runtime, browser,
     page.goto(f"{runtime.api_url}/console#/kb/{kb['id']}/sync")
     page.get_by_role("button", name="New sync source").click()
     page.get_by_label("Name", exact=True).fill("Reports bucket")
+    page.locator("select[name=connector]").select_option("s3")  # the listing holds several connectors
     # The connector's form comes from its config schema: the S3 connector's bucket field is required.
     page.get_by_label(re.compile(r"^Bucket \(required\)")).fill(bucket)
     page.get_by_label(re.compile(r"^Prefix")).fill("reports/")
