@@ -28,11 +28,13 @@ from sluice.sync.connectors.base import (
 from sluice.sync.connectors.gcs import GcsConnector
 from sluice.sync.connectors.git import GitConnector
 from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config, S3Connector, default_client
+from sluice.sync.connectors.sharepoint import SharePointConnector
 
 log = logging.getLogger("sluice.sync")
 
 CONNECTORS: dict[str, type[Connector]] = {
-    cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector)}
+    cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector,
+                                    SharePointConnector)}
 
 __all__ = [
     "CONNECTORS",
@@ -50,6 +52,7 @@ __all__ = [
     "S3Config",
     "S3Connector",
     "SecretValues",
+    "SharePointConnector",
     "SourceRefused",
     "external_id",
 ]
