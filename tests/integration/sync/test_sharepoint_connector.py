@@ -220,6 +220,7 @@ def test_another_folder_or_library_does_not_reuse_the_kept_delta_link(graph):
     first = opened(graph, folder="Handbook").list_files()
     other = opened(graph, state=first.state, folder="Handbook/forms").list_files()
     assert not other.unchanged and [f.key for f in other.files] == ["claim.txt"]
+    assert first.state and first.state["scope"].startswith(f"{TENANT}/{CLIENT_ID}/")  # and by this application
 
 
 def test_a_user_s_onedrive_and_a_drive_by_id_and_a_named_library_list_the_same_drive(graph):
@@ -251,6 +252,15 @@ def test_a_listing_cut_at_the_run_s_limit_or_max_files_is_not_whole_and_keeps_no
     assert not cut.complete and len(cut.files) == 2 and cut.state is None and cut.problem == cut_at(2)
     capped = opened(graph, max_files=3).list_files()
     assert not capped.complete and "max_files" in (capped.problem or "") and capped.state is None
+
+
+def test_a_drive_past_the_page_ceiling_is_not_whole(graph, monkeypatch):
+    from sluice.sync.connectors import sharepoint
+
+    fill(graph)
+    monkeypatch.setattr(sharepoint, "MAX_PAGES", 2)
+    listing = opened(graph).list_files()
+    assert not listing.complete and listing.state is None and "ran past 2 pages" in (listing.problem or "")
 
 
 def test_a_page_that_keeps_failing_stops_the_listing_which_removes_nothing(graph):

@@ -66,7 +66,7 @@ DOWNLOAD_HOSTS = ("*.sharepoint.com", "*.sharepoint.us", "*.sharepoint-mil.us", 
 DEFAULT_GRAPH = "https://graph.microsoft.com"
 DEFAULT_LOGIN = "https://login.microsoftonline.com"
 # A drive's enumeration past this many pages (of up to PAGE_SIZE items) is cut: not whole, nothing removed.
-MAX_PAGES = 2000
+MAX_PAGES = 500
 PAGE_SIZE = 500
 MAX_JSON = 16 * 1024 * 1024  # one page of a listing
 SELECT = "id,name,size,cTag,eTag,file,folder,package,root,deleted,parentReference,lastModifiedDateTime"
@@ -141,7 +141,7 @@ class SharePointConfig(BaseModel):
     _check_folder = field_validator("folder")(_folder)
 
     def scope(self) -> str:
-        """What the kept delta link is about: another library or folder starts over."""
+        """Where the kept delta link points: another library or folder starts over."""
         return json.dumps([self.site_url, self.library, self.user, self.drive_id, self.folder])
 
 
@@ -538,7 +538,7 @@ class SharePointConnector(Connector):
     def _kept_link(self) -> str | None:
         """The delta link the last successful run kept, when it is about this library and folder."""
         link, drive = self.state.get("delta_link"), self.state.get("drive")
-        if (self.state.get("scope") == self.config.scope() and isinstance(link, str) and isinstance(drive, str)
+        if (self.state.get("scope") == self._scope() and isinstance(link, str) and isinstance(drive, str)
                 and link.startswith(self.graph.base + "/") and _DRIVE_ID.fullmatch(drive)):
             self._drive = self._drive or drive
             return link
@@ -597,7 +597,12 @@ class SharePointConnector(Connector):
     def _state(self, link: str | None) -> dict[str, Any] | None:
         if link is None:
             return None
-        return {"scope": self.config.scope(), "drive": self.drive_id(), "delta_link": link}
+        return {"scope": self._scope(), "drive": self.drive_id(), "delta_link": link}
+
+    def _scope(self) -> str:
+        """What a kept delta link is about: this library and folder, read by this application (a source
+        repointed at another folder, or given another credential, which may see less, starts over)."""
+        return f"{self.graph.app.tenant}/{self.graph.app.client_id}/{self.config.scope()}"
 
     def _changes(self, link: str) -> tuple[list[dict[str, Any]], str | None]:
         changes: list[dict[str, Any]] = []
