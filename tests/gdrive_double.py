@@ -31,13 +31,14 @@ test_gdrive_connector.py checks its answers against the documented examples quot
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import secrets
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -337,7 +338,8 @@ class DriveDouble:
         if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
             return 400, {"error": "unsupported_grant_type", "error_description": "Invalid grant_type"}
         try:
-            claims = jwt.decode(form.get("assertion", ""), certs=self.public_pem, audience=self.token_url)
+            claims = jwt.decode(form.get("assertion", ""), certs=self.public_pem,  # type: ignore[no-untyped-call]
+                                audience=self.token_url)
         except ValueError:
             return 400, {"error": "invalid_grant", "error_description": "Invalid JWT Signature."}
         if claims.get("iss") != self.email or claims.get("scope") != DRIVE_SCOPE \
@@ -406,10 +408,8 @@ class DriveDouble:
         h.send_header("Content-Type", mime)
         h.send_header("Content-Length", str(len(data)))
         h.end_headers()
-        try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client that stopped at its ceiling
             h.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # a client that stopped reading at its ceiling
 
 
 def docx(*paragraphs: str) -> bytes:

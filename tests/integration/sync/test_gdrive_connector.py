@@ -19,8 +19,7 @@ import pytest
 
 from sluice.config import SyncContextSettings
 from sluice.retry import RetryPolicy
-from sluice.sync.connectors import CONNECTORS, SourceRefused
-from sluice.sync.connectors import gdrive
+from sluice.sync.connectors import CONNECTORS, SourceRefused, gdrive
 from sluice.sync.connectors.base import RemoteFile
 from sluice.sync.connectors.gdrive import DriveIdRefused, GdriveConfig, GdriveConnector, children_query
 from sluice.sync.remote_names import RemoteNameRefused
@@ -145,7 +144,8 @@ def test_a_folder_is_listed_page_by_page_into_its_sub_folders(drive, key, monkey
     assert "only Docs, Sheets and Slides" in (by_key["Sketch"].note or "")
     lists = drive.requests("list")
     # each folder's query is its own id, quoted; the root's second page came by pageToken
-    assert {r.params["q"] for r in lists} == {f"'{i}' in parents and trashed = false" for i in (drive.root, sub, deeper)}
+    folders = (drive.root, sub, deeper)
+    assert {r.params["q"] for r in lists} == {f"'{i}' in parents and trashed = false" for i in folders}
     assert sum(1 for r in lists if "pageToken" in r.params) >= 3
     assert all(r.params["supportsAllDrives"] == r.params["includeItemsFromAllDrives"] == "true" for r in lists)
     assert all(r.params["corpora"] == "allDrives" and "md5Checksum" in r.params["fields"] for r in lists)
