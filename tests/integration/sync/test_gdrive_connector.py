@@ -341,3 +341,15 @@ def test_the_registry_names_it_with_the_gcs_connectors_secret_kind():
     schema = GdriveConfig.model_json_schema()
     assert set(schema["properties"]) == {"folder_id", "drive_id", "recursive", "max_files", "endpoint"}
     assert "md5Checksum" in cls.CHANGE_SIGNAL and "version" in cls.CHANGE_SIGNAL
+
+
+def test_a_service_that_does_not_answer_is_retried_then_named_in_words(drive, key, waits):
+    from tests.remote_servers import free_port
+
+    conn = connect(drive, key, endpoint=f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    listing = conn.list_files()
+    assert not listing.complete and listing.files == []
+    assert listing.problem == ("The folder could not be listed (ConnectError): check the source's folder_id and "
+                               "drive_id, and that the folder is shared with the service account's client_email. "
+                               "Nothing was removed.")
+    assert len(waits) == 3  # four tries, through the one retry policy

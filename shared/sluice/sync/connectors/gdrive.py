@@ -142,7 +142,9 @@ class DriveError(Exception):
 
     @property
     def code(self) -> str:
-        return f"HTTP {self.status}" + (f" {self.reason}" if self.reason else "")
+        """``HTTP 404 notFound``; a request that never got an answer names its failure alone."""
+        parts = ([f"HTTP {self.status}"] if self.status else []) + ([self.reason] if self.reason else [])
+        return " ".join(parts) or "DriveError"
 
 
 class _Busy(Exception):
