@@ -118,6 +118,9 @@ def test_the_doubles_token_and_pages_are_the_documented_shapes(drive, key):
 # --- the listing -----------------------------------------------------------------------------------
 
 def test_a_folder_is_listed_page_by_page_into_its_sub_folders(drive, key, monkeypatch):
+    # "Create a shortcut to a Drive file" (developers.google.com/drive/api/guides/shortcuts): "Shortcuts are
+    # files that link to other files or folders on Google Drive. Shortcuts have ... An
+    # application/vnd.google-apps.shortcut MIME type ... A targetId pointing to the target file or folder".
     monkeypatch.setattr(GdriveConnector, "PAGE_SIZE", 2)
     notes = drive.add("notes.md", content=b"# Notes\nthe lighthouse desk\n", mime="text/markdown")
     plan = drive.add("Plan", content=docx("The caravan plan."), mime=DOC)
@@ -156,6 +159,10 @@ def test_a_folder_is_listed_page_by_page_into_its_sub_folders(drive, key, monkey
 
 
 def test_a_shared_drive_is_listed_in_its_own_corpus(drive, key, tmp_path: Path):
+    # "Implement shared drive support" (developers.google.com/drive/api/guides/enable-shareddrives): "The
+    # supportsAllDrives=true parameter informs Google Drive that your application is designed to handle files
+    # on shared drives"; files.list's corpora: "Supported bodies are user, domain, drive, and allDrives. Prefer
+    # user or drive to allDrives for efficiency."
     shared = drive.shared_drive()
     policy = drive.add("policy.md", shared, b"the orchard policy", drive=shared)
     folder = drive.folder("Handbook", shared, drive=shared)
@@ -264,6 +271,11 @@ def test_an_expired_token_is_renewed_once_and_a_refused_key_says_so(drive, key, 
 # --- downloads ------------------------------------------------------------------------------------
 
 def test_downloads_and_exports_are_bounded_and_say_what_went_wrong(drive, key, tmp_path: Path, waits):
+    # "Download and export files" (developers.google.com/drive/api/guides/manage-downloads): "To download a
+    # blob file stored on Drive, use the files.get method with the ID of the file to download and the alt=media
+    # URL parameter"; files.export (developers.google.com/drive/api/reference/rest/v3/files/export): "Exports a
+    # Google Workspace document to the requested MIME type and returns exported byte content ... Note that the
+    # exported content is limited to 10 MB."
     body = b"The lighthouse desk keeps the ledger.\n"
     text = drive.add("ledger.txt", content=body)
     doc = drive.add("Plan", content=docx("The caravan plan."), mime=DOC)

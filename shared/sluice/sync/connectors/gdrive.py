@@ -162,7 +162,7 @@ POLICY = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=30.0, total_secon
 
 @dataclass
 class Traffic:
-    """What one connection asked: each request's kind (the tests' and the bench's figures)."""
+    """What one connection asked: each request's kind, the retry loop's waits, the token renewals."""
 
     kinds: list[str] = field(default_factory=list)
     waits: list[float] = field(default_factory=list)
