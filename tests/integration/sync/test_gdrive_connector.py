@@ -279,6 +279,8 @@ def test_downloads_and_exports_are_bounded_and_say_what_went_wrong(drive, key, t
     body = b"The lighthouse desk keeps the ledger.\n"
     text = drive.add("ledger.txt", content=body)
     doc = drive.add("Plan", content=docx("The caravan plan."), mime=DOC)
+    sheet = drive.add("Budget", content=b"PK xlsx bytes", mime=SHEET)
+    deck = drive.add("Deck", content=b"PK pptx bytes", mime=SLIDES)
     big = drive.add("big.pdf", content=b"%PDF" + b"x" * 5000, mime="application/pdf")
     huge_doc = drive.add("Huge", content=docx("y" * 2000), mime=DOC)
     deleted = drive.add("deleted.txt", content=b"soon gone")
@@ -295,8 +297,10 @@ def test_downloads_and_exports_are_bounded_and_say_what_went_wrong(drive, key, t
     assert fetch(text).read_bytes() == body
     exported = fetch(doc).read_bytes()
     assert exported.startswith(b"PK") and exported == drive.items[doc].content
-    export = drive.requests("export")[-1]
-    assert export.params == {"mimeType": gdrive.EXPORTS[DOC][0]}
+    assert fetch(sheet).read_bytes() == b"PK xlsx bytes" and fetch(deck).read_bytes() == b"PK pptx bytes"
+    assert [r.params for r in drive.requests("export")] == [{"mimeType": gdrive.EXPORTS[m][0]} for m in (DOC, SHEET,
+                                                                                                         SLIDES)]
+    assert gdrive.EXPORTS[SHEET][0].endswith("spreadsheetml.sheet") and files[deck].key == "Deck.pptx"
 
     downloads = len(drive.requests("download"))
     assert fetch(big, limit=1000).stat().st_size == 1001  # one byte over: "too large", from the listing's size
