@@ -369,3 +369,14 @@ def test_a_service_that_does_not_answer_is_retried_then_named_in_words(drive, ke
                                "drive_id, and that the folder is shared with the service account's client_email. "
                                "Nothing was removed.")
     assert len(waits) == 3  # four tries, through the one retry policy
+
+
+def test_a_file_id_or_name_google_would_not_issue_is_reported_not_fetched(drive, key):
+    from tests.gdrive_double import Item
+
+    drive.items["odd id!"] = Item("odd id!", "odd.md", "text/markdown", drive.root, b"x")
+    drive.add("nul\x00name.md", content=b"y")
+    files = {f.key: f for f in connect(drive, key).list_files().files}
+    odd = files["odd.md"]
+    assert odd.note == gdrive.ID_NOTE and odd.source_path.startswith("gdrive://not-an-id-") and odd.etag is None
+    assert "nulname.md" in files  # a label holds no NUL (no database column takes one)

@@ -412,7 +412,8 @@ class GdriveConnector(Connector):
                     if item.get("mimeType") == FOLDER:
                         if self.config.recursive and item["id"] not in visited:
                             visited.add(item["id"])
-                            folders.append((item["id"], f"{prefix}{item.get('name') or item['id']}/"))
+                            name = str(item.get("name") or item["id"]).replace("\x00", "")
+                            folders.append((item["id"], f"{prefix}{name}/"))
                         continue
                     if item["id"] in listed:
                         continue
@@ -438,10 +439,11 @@ class GdriveConnector(Connector):
 
     def _entry(self, item: Mapping[str, Any], prefix: str) -> RemoteFile:
         file_id, mime = str(item["id"]), str(item.get("mimeType") or "")
-        name = str(item.get("name") or file_id)
+        name = str(item.get("name") or file_id).replace("\x00", "")  # a label; no database takes a NUL
         version = str(item.get("version") or "")
         if not _ID.fullmatch(file_id):
-            return RemoteFile(_key(prefix, name), self.address(file_id[:128]), 0, None, note=ID_NOTE)
+            odd = hashlib.sha256(file_id.encode(errors="replace")).hexdigest()[:24]
+            return RemoteFile(_key(prefix, name), self.address(f"not-an-id-{odd}"), 0, None, note=ID_NOTE)
         if mime == SHORTCUT:
             target = (item.get("shortcutDetails") or {}).get("targetId")
             return RemoteFile(_key(prefix, name), self.address(file_id), 0, f"shortcut:{target}",
