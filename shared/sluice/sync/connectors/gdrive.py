@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sluice.config import SyncContextSettings
 from sluice.retry import Failure, RetryPolicy, Try, call, parse_retry_after
-from sluice.sync.connectors.base import ConfigRefusal, Connector, RemoteFile, RemoteListing, SourceRefused, cut_at
+from sluice.sync.connectors.base import ConfigRefusal, Connector, RemoteFile, RemoteListing, SourceRefused
 from sluice.sync.connectors.gcs import SECRET_KIND, read_key
 from sluice.sync.outbound import EndpointNotAllowed, guarded_client, saas_url_problem, sync_policy
 
@@ -418,9 +418,10 @@ class GdriveConnector(Connector):
                     if item["id"] in listed:
                         continue
                     if len(files) >= cap:
-                        return RemoteListing(files, False, cut_at(cap) if cap == limit else (
-                            f"The listing was cut at {cap} files (max_files): those were synced and nothing was "
-                            "removed. Narrow folder_id, or raise max_files."))
+                        return RemoteListing(files, False, (
+                            f"The listing was cut at {cap} files (max_files, or SYNC_MAX_KEYS_PER_RUN): those were "
+                            "synced and nothing was removed. Point folder_id at a narrower folder, or split it into "
+                            "several sources."))
                     listed.add(item["id"])
                     files.append(self._entry(item, prefix))
                 if page.get("incompleteSearch"):
