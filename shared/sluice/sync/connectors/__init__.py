@@ -26,6 +26,7 @@ from sluice.sync.connectors.base import (
     SourceRefused,
 )
 from sluice.sync.connectors.gcs import GcsConnector
+from sluice.sync.connectors.gdrive import GdriveConnector
 from sluice.sync.connectors.git import GitConnector
 from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config, S3Connector, default_client
 from sluice.sync.connectors.sharepoint import SharePointConnector
@@ -34,12 +35,13 @@ log = logging.getLogger("sluice.sync")
 
 CONNECTORS: dict[str, type[Connector]] = {
     cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector,
-                                    SharePointConnector)}
+                                    GdriveConnector, SharePointConnector)}
 
 __all__ = [
     "CONNECTORS",
     "AzureBlobConnector",
     "GcsConnector",
+    "GdriveConnector",
     "GitConnector",
     "CREDENTIAL_SENTENCE",
     "ConfigRefusal",
