@@ -296,12 +296,10 @@ class Graph:
         self._policy = policy
         self._retry = retry
         self._token: str | None = None
-        self.requests = 0
 
     def _send(self, request: httpx.Request) -> httpx.Response:
         """``request`` sent until it is not a 429 or 5xx (the response streamed, for the caller to close)."""
         def send(_: Try) -> httpx.Response:
-            self.requests += 1
             resp = self._client.send(request, stream=True)
             if resp.status_code == 429 or resp.status_code >= 500:
                 resp.close()
@@ -532,8 +530,8 @@ class SharePointConnector(Connector):
                 raise _Cut("The listing repeated a page it had already sent; nothing was removed.")
             seen.add(nxt)
             url = nxt
-        raise _Cut(f"The drive's listing ran past {MAX_PAGES} pages; nothing was removed. Name a smaller drive or "
-                   "folder.")
+        raise _Cut(f"The drive's listing ran past {MAX_PAGES} pages, more than one run reads (Graph's delta lists a "
+                   "whole drive, whatever the folder); nothing was removed.")
 
     def _kept_link(self) -> str | None:
         """The delta link the last successful run kept, when it is about this library and folder."""
