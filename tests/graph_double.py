@@ -261,7 +261,7 @@ class GraphDouble:
                 if fault.times > 0 and fault.match in h.path:
                     fault.times -= 1
                     headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
-                    code = "TooManyRequests" if fault.status == 429 else "serviceNotAvailable"
+                    code = {429: "TooManyRequests", 403: "accessDenied"}.get(fault.status, "serviceNotAvailable")
                     return self._json(h, fault.status, {"error": {"code": code, "message": "Try again."}}, headers)
             if method == "POST" and path.endswith("/oauth2/v2.0/token"):
                 return self._token(h, path)

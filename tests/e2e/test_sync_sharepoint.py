@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.test_sync_remote_stores import ORG, counts, text, world  # noqa: F401 - the module's fixture
-from tests.graph_double import SITE_HOST, SITE_PATH, GraphDouble
+from tests.graph_double import SITE_HOST, SITE_PATH, Fault, GraphDouble
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -66,6 +66,17 @@ def test_a_sharepoint_folder_syncs_then_answers_nothing_changed_then_follows_cha
     # and again nothing changed
     fourth = w.run(source)
     assert counts(fourth) == (0, 0, 0, 0, 0, 0) and fourth["status"] == "succeeded", fourth
+
+    # a deletion, then a page of the drive's listing that fails: the listing is not whole, nothing is removed
+    graph.delete("Handbook/travel/caravan.md")
+    graph.faults.append(Fault("token=page", 403, 1))
+    cut = w.run(source)
+    assert cut["listing_complete"] is False and cut["counts"]["removed"] == 0, cut
+    assert "(accessDenied)" in (cut["error"] or "") and "nothing was synced or removed" in (cut["error"] or "")
+    assert [d["source_path"] for d in w.documents(kb)] == [address + "travel/caravan.md"]
+    # the next run lists the drive whole again (the cut kept no delta link) and removes it
+    again = w.run(source)
+    assert again["status"] == "succeeded" and again["counts"]["removed"] == 1, again
 
 
 def test_the_connector_is_published_and_previewed_with_its_secret_kind(world, graph):  # noqa: F811

@@ -271,7 +271,8 @@ def test_a_page_that_keeps_failing_stops_the_listing_which_removes_nothing(graph
     slept = Slept()
     listing = opened(graph, slept=slept).list_files()
     assert not listing.complete and listing.files == [] and listing.state is None
-    assert "(HTTP500)" in (listing.problem or "") and "Nothing was removed" in (listing.problem or "")
+    assert "stopped part-way (HTTP500) after 1 page(s)" in (listing.problem or "")
+    assert "nothing was synced or removed" in (listing.problem or "")
     assert len(slept) == 3  # four tries of the page, then the run's sentence
 
 

@@ -544,7 +544,7 @@ class SharePointConnector(Connector):
 
     def list_files(self, limit: int | None = None) -> RemoteListing:
         cap = min(limit or self.config.max_files, self.config.max_files)
-        listed = 0
+        pages = 0
         try:
             link = self._kept_link()
             if link is not None:
@@ -569,7 +569,7 @@ class SharePointConnector(Connector):
                             parent = (raw.get("parentReference") or {}).get("id")
                             items[raw["id"]] = _Item(str(raw.get("name") or ""), parent, _kind(raw),
                                                      int(raw.get("size") or 0), _signal(raw))
-                listed = sum(1 for i in items.values() if i.kind == "file")
+                pages += 1
                 end = page.get("@odata.deltaLink") if isinstance(page.get("@odata.deltaLink"), str) else None
             files = self._in_folder(items, str(folder.get("id")))
         except _Cut as exc:
@@ -578,11 +578,11 @@ class SharePointConnector(Connector):
             return RemoteListing([], False, f"{exc} Nothing was removed.")
         except Exception as exc:
             what = self.describe_failure(exc)
-            if listed == 0:
+            if pages == 0:
                 return RemoteListing([], False, f"The source could not be listed ({what}): check the source's "
                                                 "credential, its site_url, user or drive_id, and its folder. "
                                                 "Nothing was removed.")
-            return RemoteListing([], False, f"The listing stopped part-way ({what}) after {listed} file(s) of the "
+            return RemoteListing([], False, f"The listing stopped part-way ({what}) after {pages} page(s) of the "
                                             "drive; nothing was synced or removed. The next run lists it again.")
         if isinstance(files, str):
             return RemoteListing([], False, files)
