@@ -242,6 +242,9 @@ def test_a_notebook_is_reported_not_followed_and_a_name_is_a_label(graph):
     with pytest.raises(RemoteNameRefused):
         remote_name("odd/..")  # the run reports it failed, and writes nothing outside its directory
     assert "odd/.." in notes
+    c = opened(graph)
+    with pytest.raises(GraphError, match="NotAName"):  # nor does it become a dot-segment of a Graph URL
+        c._fetch(RemoteFile("odd/..", "sharepoint://x/odd/..", 3, "h:x"), Path("/dev/null"), 10)
 
 
 # --- whether a listing is whole --------------------------------------------------------------------------------

@@ -508,6 +508,8 @@ class SharePointConnector(Connector):
 
     def _item_path(self, *names: str) -> str:
         """``/drives/{id}/root`` or ``/drives/{id}/root:/<quoted path>:`` plus a suffix's segments."""
+        if any(n in ("", ".", "..") for n in names):
+            raise GraphError("NotAName")  # a label the run refuses anyway (R-SYNC-4); never a URL's dot-segment
         path = "/".join(p for p in (self.config.folder, *names) if p)
         root = "root" if not path else "root:/" + "/".join(quote(s, safe="") for s in path.split("/")) + ":"
         return self.graph.path("drives", quote(self.drive_id(), safe="!"), root)
