@@ -83,7 +83,8 @@ class ConfluenceDouble:
         self.token = token
         self.spaces: dict[str, Space] = {}
         self.log: list[Logged] = []
-        self.busy: list[int] = []  # statuses to answer the next requests with (429 / 5xx), Retry-After: 0
+        self.busy: list[int] = []  # statuses to answer the next requests with (429 / 5xx)
+        self.retry_after = "0"  # the Retry-After those answers carry
         # (path, query) -> a status to answer instead, or None: a failure on cue (a listing's second page)
         self.fail: Callable[[str, dict[str, list[str]]], int | None] | None = None
         self.lock = threading.Lock()
@@ -182,7 +183,7 @@ class ConfluenceDouble:
             busy = self.busy.pop(0) if self.busy else None
         if busy is not None:
             self._send(h, busy, {"message": "Rate limit exceeded" if busy == 429 else "Service unavailable"},
-                       {"Retry-After": "0"})
+                       {"Retry-After": self.retry_after})
             return busy
         failed = self.fail(path, query) if self.fail is not None else None
         if failed is not None:

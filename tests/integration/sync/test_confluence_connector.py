@@ -6,6 +6,7 @@ There is no local Confluence: this is a double of the documented API, not the re
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -218,16 +219,26 @@ def test_a_page_is_fetched_as_html_with_its_title_and_headings_and_without_macro
 
 
 def test_storage_rendering_is_bounded_and_closes_what_a_page_leaves_open():
-    out = storage_to_html("T <x>", "<p>open <strong>bold" + "<" * 5000)
-    assert "<title>T &lt;x&gt;</title>" in out and "</strong></p>" in out
+    out = storage_to_html("T <x>", "<p>open <strong>bold<p>nested" + "<" * 5000)
+    assert "<title>T &lt;x&gt;</title>" in out and out.count("</p>") == 2 and "</strong></p>" in out
+    # many unclosed tags and many stray end tags: linear, not one scan of the open tags per end tag
+    started = time.monotonic()
+    storage_to_html("", "<div>" * 50_000 + "</span>" * 50_000)
+    assert time.monotonic() - started < 5
     assert storage_to_html("", '<ac:structured-macro ac:name="toc"/><p>after</p>').count("after") == 1
 
 
-def test_throttling_and_a_bad_moment_are_tried_again_through_the_retry_policy(double, space):
+def test_throttling_and_a_bad_moment_are_tried_again_through_the_retry_policy(double, space, monkeypatch):
     double.busy += [429, 503]  # Retry-After: 0
     listing = opened(double).list_files()
     assert listing.complete and len(listing.files) == 2
     assert [r.status for r in double.log[:3]] == [429, 503, 200]
+    # the wait is the site's Retry-After, through the one retry policy
+    waits: list[float] = []
+    monkeypatch.setattr(module, "POLICY", RetryPolicy(max_attempts=5, base_delay=0.01, sleep=waits.append))
+    double.busy, double.retry_after = [429], "7"
+    assert opened(double).list_files().complete and len(waits) == 1 and 7 <= waits[0] < 7.1
+    double.retry_after = "0"
     double.busy += [503] * 5  # a site that stays down: the listing says so, and removes nothing
     down = opened(double).list_files()
     assert not down.complete and down.files == [] and "HTTP503" in (down.problem or "")

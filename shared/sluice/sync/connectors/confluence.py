@@ -146,6 +146,7 @@ class _Storage(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.out: list[str] = []
         self.stack: list[tuple[str, str | None, bool]] = []  # (tag, what it emitted, dropping)
+        self.open: dict[str, int] = {}  # how many of each tag the stack holds: a stray end tag is O(1)
         self.macros: list[str] = []
 
     def _dropping(self) -> bool:
@@ -172,7 +173,8 @@ class _Storage(HTMLParser):
                 self.out.append(f"<{emitted}>")
         if tag in _VOID:
             return  # no end tag follows (or one that changes nothing)
-        self.stack.append((tag, emitted if emitted not in _VOID else None, dropping))
+        self.stack.append((tag, emitted, dropping))
+        self.open[tag] = self.open.get(tag, 0) + 1
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -180,16 +182,19 @@ class _Storage(HTMLParser):
             self.handle_endtag(tag)
 
     def handle_endtag(self, tag: str) -> None:
-        if not any(t == tag for t, _, _ in self.stack):
+        if not self.open.get(tag):
             return  # a stray end tag
-        while self.stack:
-            t, emitted, _ = self.stack.pop()
-            if emitted is not None:
-                self.out.append(f"</{emitted}>")
-            if t in _MACROS and self.macros:
-                self.macros.pop()
-            if t == tag:
-                return
+        while self.stack and self._pop() != tag:
+            pass  # what the page left open inside it closes with it
+
+    def _pop(self) -> str:
+        tag, emitted, _ = self.stack.pop()
+        self.open[tag] -= 1
+        if emitted is not None:
+            self.out.append(f"</{emitted}>")
+        if tag in _MACROS and self.macros:
+            self.macros.pop()
+        return tag
 
     def handle_data(self, data: str) -> None:
         if not self._dropping():
@@ -201,8 +206,8 @@ class _Storage(HTMLParser):
 
     def finish(self) -> str:
         self.close()
-        if self.stack:
-            self.handle_endtag(self.stack[0][0])  # close what the page left open
+        while self.stack:
+            self._pop()  # close what the page left open
         return "".join(self.out)
 
 
