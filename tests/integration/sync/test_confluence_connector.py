@@ -226,6 +226,12 @@ def test_storage_rendering_is_bounded_and_closes_what_a_page_leaves_open():
     storage_to_html("", "<div>" * 50_000 + "</span>" * 50_000)
     assert time.monotonic() - started < 5
     assert storage_to_html("", '<ac:structured-macro ac:name="toc"/><p>after</p>').count("after") == 1
+    # an ADF node in storage format: its content once, not its fallback copy as well
+    adf = ('<ac:adf-extension><ac:adf-node type="panel"><ac:adf-attribute key="panel-type">note</ac:adf-attribute>'
+           "<ac:adf-content><p>Decisions go here.</p></ac:adf-content></ac:adf-node><ac:adf-fallback><div><p>"
+           "Decisions go here.</p></div></ac:adf-fallback></ac:adf-extension>")
+    out = storage_to_html("", adf)
+    assert out.count("Decisions go here.") == 1 and "panel-type" not in out and "note" not in out
 
 
 def test_throttling_and_a_bad_moment_are_tried_again_through_the_retry_policy(double, space, monkeypatch):
