@@ -28,6 +28,7 @@ bad moment (5xx) are tried again through the one retry policy; a listing cut by 
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -299,24 +300,20 @@ class ConfluenceApi:
 
         return call(self._retry, send, classify, give_up)
 
-    def _read(self, resp: httpx.Response, limit: int, out: BinaryIO | None = None) -> bytes:
-        """At most ``limit`` + 1 bytes of the answer (into ``out``, or returned); more is not read."""
-        got = bytearray()
+    def _read(self, resp: httpx.Response, limit: int, out: BinaryIO) -> int:
+        """At most ``limit`` + 1 bytes of the answer written to ``out`` (how many); the rest is not read."""
         size = 0
         try:
             for chunk in resp.iter_bytes():
                 take = chunk[: limit + 1 - size]
                 size += len(take)
                 self.traffic.received += len(take)
-                if out is not None:
-                    out.write(take)
-                else:
-                    got += take
+                out.write(take)
                 if size > limit:
                     break
         finally:
             resp.close()
-        return bytes(got)
+        return size
 
     @staticmethod
     def _refused(resp: httpx.Response) -> ConfluenceError:
@@ -332,11 +329,11 @@ class ConfluenceApi:
         resp = self._send(url, params=params)
         if resp.status_code != 200:
             raise self._refused(resp)
-        raw = self._read(resp, limit)
-        if len(raw) > limit:
+        buffer = io.BytesIO()
+        if self._read(resp, limit, buffer) > limit:
             raise ConfluenceError("an answer larger than a listing's bound", "TooLarge")
         try:
-            value = json.loads(raw)
+            value = json.loads(buffer.getvalue())
         except ValueError:
             raise ConfluenceError("the site answered something that is not JSON", "NotJson") from None
         if not isinstance(value, dict):
@@ -385,13 +382,8 @@ class ConfluenceApi:
                 continue
             if resp.status_code != 200:
                 raise self._refused(resp)
-            return self._stream(resp, limit, out)
+            return self._read(resp, limit, out)
         raise ConfluenceError("a download redirected too many times", "TooManyRedirects")
-
-    def _stream(self, resp: httpx.Response, limit: int, out: BinaryIO) -> int:
-        before = self.traffic.received
-        self._read(resp, limit, out)
-        return self.traffic.received - before
 
 
 # --- the connector ------------------------------------------------------------------------------------
