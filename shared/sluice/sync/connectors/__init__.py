@@ -33,8 +33,8 @@ from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config
 log = logging.getLogger("sluice.sync")
 
 CONNECTORS: dict[str, type[Connector]] = {
-    cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector,
-                                             ConfluenceConnector)}
+    cls.CONNECTOR_TYPE: cls
+    for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector, ConfluenceConnector)}
 
 __all__ = [
     "CONNECTORS",
