@@ -25,6 +25,7 @@ from sluice.sync.connectors.base import (
     RemoteListing,
     SourceRefused,
 )
+from sluice.sync.connectors.confluence import ConfluenceConnector
 from sluice.sync.connectors.gcs import GcsConnector
 from sluice.sync.connectors.gdrive import GdriveConnector
 from sluice.sync.connectors.git import GitConnector
@@ -33,12 +34,13 @@ from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config
 log = logging.getLogger("sluice.sync")
 
 CONNECTORS: dict[str, type[Connector]] = {
-    cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector,
-                                      GdriveConnector)}
+    cls.CONNECTOR_TYPE: cls
+    for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector, GdriveConnector, ConfluenceConnector)}
 
 __all__ = [
     "CONNECTORS",
     "AzureBlobConnector",
+    "ConfluenceConnector",
     "GcsConnector",
     "GdriveConnector",
     "GitConnector",
