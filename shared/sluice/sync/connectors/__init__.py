@@ -25,6 +25,7 @@ from sluice.sync.connectors.base import (
     RemoteListing,
     SourceRefused,
 )
+from sluice.sync.connectors.confluence import ConfluenceConnector
 from sluice.sync.connectors.gcs import GcsConnector
 from sluice.sync.connectors.gdrive import GdriveConnector
 from sluice.sync.connectors.git import GitConnector
@@ -34,12 +35,14 @@ from sluice.sync.connectors.sharepoint import SharePointConnector
 log = logging.getLogger("sluice.sync")
 
 CONNECTORS: dict[str, type[Connector]] = {
-    cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector,
-                                    GdriveConnector, SharePointConnector)}
+    cls.CONNECTOR_TYPE: cls
+    for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector, GdriveConnector, ConfluenceConnector,
+                SharePointConnector)}
 
 __all__ = [
     "CONNECTORS",
     "AzureBlobConnector",
+    "ConfluenceConnector",
     "GcsConnector",
     "GdriveConnector",
     "GitConnector",
