@@ -19,7 +19,7 @@ from sluice.db import knowledge_bases as kb_repo
 from sluice.db import recipients
 from sluice.db.knowledge_bases import KnowledgeBase
 from sluice.vectors import store
-from sluice.vectors.fulltext import B, K1
+from sluice.vectors.fulltext import K1, B
 from sluice.vectors.search import BaseScope, find_candidates
 from tests.integration.search.conftest import make_base, unit
 
