@@ -1,6 +1,6 @@
 """The shipped fusion against the usual alternatives, on every corpus we have (issue 40, R-SRCH-10).
 
-    .venv/bin/python bench/fusion_compare.py                 # ~10 min the first time (encoding), ~4 after
+    .venv/bin/python bench/fusion_compare.py                 # 42 min on a busy machine, SciFact 30 of them
     .venv/bin/python bench/fusion_compare.py --only debian-de,debian-es
 
 One table. Each corpus is loaded into an embedded PostgreSQL in its language (one chunk a document,
@@ -200,7 +200,8 @@ def identifier_rows(conn, encoder) -> list[list[object]]:
             vec_first += bool(by_vec) and by_vec[0].filename == name
         label = f"identifiers [{language}], {len(notes)} notes / {len(chunks)} chunks"
         share = [n / len(notes) for n in (lex_first, vec_first, first["shipped"], *(first[f] for f in FUSIONS))]
-        rows.append([label + ("" if real else " (no real files)"), *share, share[2] - max(share[:2])])
+        label += "" if real else " (no real files: ../shared/corpus/real is absent)"
+        rows.append([label, *share, share[2] - max(share[:2])])
         print(f"  {rows[-1][0]}: " + ", ".join(f"{v:.4f}" for v in share), flush=True)
     return rows
 
