@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/fusion_compare.py                 # 42 min on a busy machine, SciFact 30 of them
     .venv/bin/python bench/fusion_compare.py --only debian-de,debian-es
+    .venv/bin/python bench/fusion_compare.py --only debian-en,debian-de,debian-es --sweep   # + alpha 0.2..0.8
 
 One table. Each corpus is loaded into an embedded PostgreSQL in its language (one chunk a document,
 embedded by the bundled model, cached like retrieval_quality.py's), and each query's pool is found by
@@ -19,7 +20,8 @@ nDCG@10, trec_eval's way (binary gains, every query counted). The corpora: SciFa
 ../shared), the generated lay corpus (``lay_corpus.py``), the Debian FAQ and manual pages in English,
 German and Spanish (``debian_corpus.py``, from Debian's packages), and the identifier set
 (``identifiers.py``: 100 planted notes among the real files of ../shared, counted "first" at alpha
-0.5, the default). A corpus whose data is absent is skipped with the reason.
+0.5, the default). A corpus whose data is absent is skipped with the reason. ``--sweep`` adds a second table: the same
+pools ordered by each fusion at alpha 0.2 to 0.8 (how far each is from its own best alpha).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from harness import exported, migrated_database, print_table, serving  # noqa: E
 ALPHA = 0.5
 RRF_K = 60
 FUSIONS = ("shipped", "z-score", "RRF", "min-max")
+SWEPT = ("shipped", "z-score", "min-max")  # RRF's alpha only weighs two rank lists
+SWEEP = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 
 # --- the fusions compared --------------------------------------------------------------------
@@ -127,7 +131,8 @@ def corpora(only: set[str] | None) -> tuple[dict[str, tuple], list[str]]:
     return out, skipped
 
 
-def corpus_rows(conn, name: str, docs, queries, qrels, languages, encoder) -> list[list[object]]:
+def corpus_rows(conn, name: str, docs, queries, qrels, languages, encoder,
+                sweeps: list[list[object]] | None = None) -> list[list[object]]:
     from sluice.embedding.catalog import vec_gate
 
     texts = [f"{d['title']} {d['text']}".strip() for d in docs]
@@ -146,9 +151,14 @@ def corpus_rows(conn, name: str, docs, queries, qrels, languages, encoder) -> li
         vec = rq.evaluate(rq.ordered(queries, wide, alpha=1.0, keep=100, side="vector"), queries, qrels)[0]
         service = rq.evaluate(rq.service_run(conn, collection, queries, top_k=10, candidates=8), queries, qrels)[0]
         pooled = rq.pools(conn, collection, queries, qv, candidates=8)
-        fused = {f: rq.evaluate({q["_id"]: [c.filename or "" for c in ranked(found, f)]
-                                 for q, found in zip(queries, pooled, strict=True)}, queries, qrels)[0]
-                 for f in FUSIONS}
+
+        def ndcg(fusion: str, alpha: float = ALPHA, pooled: list = pooled) -> float:
+            return rq.evaluate({q["_id"]: [c.filename or "" for c in ranked(found, fusion, alpha=alpha)]
+                                for q, found in zip(queries, pooled, strict=True)}, queries, qrels)[0]
+
+        fused = {f: ndcg(f) for f in FUSIONS}
+        if sweeps is not None:
+            sweeps += [[f"{name} [{language}]", f, *(ndcg(f, a) for a in SWEEP)] for f in SWEPT]
         rows.append([f"{name} [{language}], {len(queries)} q / {len(docs)} d", lex, vec, service,
                      *(fused[f] for f in FUSIONS), service - max(lex, vec)])
         print(f"  {rows[-1][0]}: " + ", ".join(f"{v:.4f}" for v in rows[-1][1:]), flush=True)
@@ -209,6 +219,7 @@ def identifier_rows(conn, encoder) -> list[list[object]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database-url", default=None, help="default: a throwaway embedded PostgreSQL")
+    parser.add_argument("--sweep", action="store_true", help="also each fusion at alpha 0.2 .. 0.8")
     parser.add_argument("--only", default=None,
                         help="comma-separated: scifact, lay, debian-en, debian-de, debian-es, identifiers")
     args = parser.parse_args()
@@ -222,6 +233,7 @@ def main() -> int:
         print(f"skipped {reason}", flush=True)
     url, server = migrated_database(args.database_url, "bench_fusion_compare")
     rows: list[list[object]] = []
+    sweeps: list[list[object]] | None = [] if args.sweep else None
     try:
         with tempfile.TemporaryDirectory(prefix="sluice-bench-models-") as models, \
                 psycopg.connect(url, row_factory=psycopg.rows.dict_row) as conn:
@@ -229,7 +241,7 @@ def main() -> int:
             encoder = exported("fp32", Path(models))
             with serving(encoder):
                 for name, (docs, queries, qrels, languages) in chosen.items():
-                    rows += corpus_rows(conn, name, docs, queries, qrels, languages, encoder)
+                    rows += corpus_rows(conn, name, docs, queries, qrels, languages, encoder, sweeps)
                 if only is None or "identifiers" in only:
                     rows += identifier_rows(conn, encoder)
     finally:
@@ -239,6 +251,9 @@ def main() -> int:
                 "(8 a side), gates and dedupe; last column: search() minus the better side (floor: >= -0.005)",
                 ["corpus [language]", "lexical alone", "vector alone", "search() defaults",
                  *(f"{f}" for f in FUSIONS), "defaults - better side"], rows, number_format="{:.4f}")
+    if sweeps:
+        print_table("nDCG@10 of each fusion by alpha, on search()'s own pool (8 a side), gates and dedupe",
+                    ["corpus [language]", "fusion", *(f"alpha {a}" for a in SWEEP)], sweeps, number_format="{:.4f}")
     for reason in skipped:
         print(f"skipped {reason}")
     return 0
