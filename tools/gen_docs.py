@@ -17,6 +17,7 @@ import argparse
 import ast
 import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -359,6 +360,18 @@ def http_api_page(document: dict[str, Any] | None = None) -> str:
                "| status | meaning |\n|---|---|\n")
     out += [f"| {c} | {_cell(meanings[c])} |\n" for c in codes]
     return "".join(out)
+
+
+# --- examples that run -------------------------------------------------------------------------
+
+_MARKER = re.compile(r"^<!-- run: ([\w-]+)\b[^\n]*-->\n\n?```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def marked_blocks(markdown: str) -> dict[str, tuple[str, str]]:
+    """The fenced blocks a page marks for running, ``<!-- run: NAME ... -->`` on the line (or the line but
+    one) before the fence: NAME -> (language, code). tests/e2e/test_docs_examples.py runs them against the
+    local stack."""
+    return {m.group(1): (m.group(2), m.group(3)) for m in _MARKER.finditer(markdown)}
 
 
 # --- writing and checking ------------------------------------------------------------------------
