@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# pgvector's source, built into the embedded PostgreSQL by `make install` (see the README).
+# pgvector's source, built into the embedded PostgreSQL by `make install` (docs/operations/local-runtime.md).
 PGVECTOR_SRC ?= ../shared/vendor/pgvector-0.8.6
 export HF_HUB_OFFLINE := 1
 
@@ -57,7 +57,7 @@ install: $(VENV)/.installed $(MODEL) libreoffice tesseract console chromium azur
 	fi; \
 	want=$$(version_of "$$src/vector.control"); \
 	if [ -z "$$want" ]; then \
-		echo "pgvector: keeping the installed $$have: no source at PGVECTOR_SRC=$(PGVECTOR_SRC), and $(PGVECTOR_URL) ($(PGVECTOR_TAG)) could not be cloned (README: pgvector 0.8)"; \
+		echo "pgvector: keeping the installed $$have: no source at PGVECTOR_SRC=$(PGVECTOR_SRC), and $(PGVECTOR_URL) ($(PGVECTOR_TAG)) could not be cloned (docs/operations/local-runtime.md: pgvector 0.8)"; \
 	elif [ "$$want" = "$$have" ]; then \
 		echo "pgvector: $$have (built from $$src)"; \
 	elif ! command -v "$${CC:-cc}" >/dev/null 2>&1; then \
@@ -74,7 +74,7 @@ install: $(VENV)/.installed $(MODEL) libreoffice tesseract console chromium azur
 
 # Legacy Word (.doc) is read through LibreOffice (sluice.parsing.legacy_word). On a Debian-like
 # machine, as root, install the distribution's writer without a GUI (~1.5 min, once); LIBREOFFICE=no
-# skips it. Anywhere else one line says why not (README: Legacy Word documents says how).
+# skips it. Anywhere else one line says why not (docs/guides/parsers-and-ocr.md says how).
 LIBREOFFICE ?= yes
 .PHONY: libreoffice
 libreoffice:
@@ -82,11 +82,11 @@ libreoffice:
 	if [ -n "$$found" ]; then \
 		echo "LibreOffice: $$found (reads legacy .doc)"; \
 	elif [ "$(LIBREOFFICE)" = no ]; then \
-		echo "LibreOffice: not installed (LIBREOFFICE=no): .doc files fail saying so (README: Legacy Word documents)"; \
+		echo "LibreOffice: not installed (LIBREOFFICE=no): .doc files fail saying so (docs/guides/parsers-and-ocr.md)"; \
 	elif ! command -v apt-get >/dev/null 2>&1; then \
-		echo "LibreOffice: not installed: no apt-get on this machine (README: Legacy Word documents says how)"; \
+		echo "LibreOffice: not installed: no apt-get on this machine (docs/guides/parsers-and-ocr.md says how)"; \
 	elif [ "$$(id -u)" != 0 ]; then \
-		echo "LibreOffice: not installed: apt-get needs root (README: Legacy Word documents says how)"; \
+		echo "LibreOffice: not installed: apt-get needs root (docs/guides/parsers-and-ocr.md says how)"; \
 	else \
 		mkdir -p $(VENV); log="$(VENV)/libreoffice-install.log"; : >"$$log"; \
 		pick() { for p in libreoffice-writer-nogui libreoffice-writer; do \
@@ -122,7 +122,7 @@ azurite:
 # OCR (R-PARSE-7) runs Tesseract through PyMuPDF, whose wheel carries the engine: what a machine adds is
 # the language data. On a Debian-like machine, as root, install the distribution's tesseract-ocr (the
 # command the benchmark compares with) and its English data; TESSERACT=no skips it. Other languages:
-# tesseract-ocr-<code> (README: Parsers and OCR). Anywhere else one line says why not.
+# tesseract-ocr-<code> (docs/guides/parsers-and-ocr.md). Anywhere else one line says why not.
 TESSERACT ?= yes
 .PHONY: tesseract
 tesseract:
@@ -130,11 +130,11 @@ tesseract:
 	if [ -n "$$found" ] && ls /usr/share/tesseract-ocr/*/tessdata/eng.traineddata >/dev/null 2>&1; then \
 		echo "Tesseract: $$found with English data (OCR reads scanned pages and images)"; \
 	elif [ "$(TESSERACT)" = no ]; then \
-		echo "Tesseract: not installed (TESSERACT=no): OCR is unavailable, GET /rag/parsers says so (README: Parsers and OCR)"; \
+		echo "Tesseract: not installed (TESSERACT=no): OCR is unavailable, GET /rag/parsers says so (docs/guides/parsers-and-ocr.md)"; \
 	elif ! command -v apt-get >/dev/null 2>&1; then \
-		echo "Tesseract: not installed: no apt-get on this machine (README: Parsers and OCR says how)"; \
+		echo "Tesseract: not installed: no apt-get on this machine (docs/guides/parsers-and-ocr.md says how)"; \
 	elif [ "$$(id -u)" != 0 ]; then \
-		echo "Tesseract: not installed: apt-get needs root (README: Parsers and OCR says how)"; \
+		echo "Tesseract: not installed: apt-get needs root (docs/guides/parsers-and-ocr.md says how)"; \
 	else \
 		mkdir -p $(VENV); log="$(VENV)/tesseract-install.log"; : >"$$log"; \
 		install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -273,7 +273,7 @@ BUILD_DIR ?= .aws-sam/build
 LAMBDA_PYTHON ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
 	"$$p" -c 'import sys; print(sys.executable)' 2>/dev/null && break; done)
 # Flags for the model the embed and search functions serve (empty: fp32, as `make install` exports it,
-# so Lambda's vectors are the laptop's; README "Deploying" has the sizes that allow it).
+# so Lambda's vectors are the laptop's; docs/operations/deploying.md has the sizes that allow it).
 LAMBDA_MODEL_EXPORT ?=
 
 $(SAM):

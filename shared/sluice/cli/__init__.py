@@ -34,7 +34,7 @@ def _local_up(args: argparse.Namespace) -> int:
         print(f"Exposed:     moto and PostgreSQL also listen on {runtime.expose} (moto :{runtime.moto_port}, "
               f"PostgreSQL :{runtime.pg_port}, user postgres, password in {runtime.data_dir / PASSWORD_FILE}); "
               "moto answers, without credentials, anyone who reaches it there")
-        print("sam local:   sluice local env --for-sam --out env.json  (README: Testing with sam local)")
+        print("sam local:   sluice local env --for-sam --out env.json  (docs/operations/sam-local.md)")
     print(f"Console:     {console_link(runtime.api_url, runtime.jwt_secret)}")
     print("             (signs in as alice of org acme, a writer; docs/guides/console.md)")
     print("Get a token: sluice local token --user alice")
@@ -74,7 +74,7 @@ def _pgvector_line(url: str) -> str:
     if version is not None and supports_iterative_scan(version_tuple(version)):
         return version
     # Search still works, with the plan for pgvector before 0.8; production (Aurora) runs 0.8.
-    return f"{version} (production runs 0.8: see the README's 'pgvector 0.8' to build it)"
+    return f"{version} (production runs 0.8: docs/operations/local-runtime.md, 'pgvector 0.8', says how to build it)"
 
 
 def _local_env(args: argparse.Namespace) -> int:
@@ -122,7 +122,7 @@ def _local_seed_events(args: argparse.Namespace) -> int:
         print(f"created  {line}")
     for line in seeded.present:
         print(f"present  {line}")
-    print("tests/events/*.json now name rows and objects that exist (README: Testing with sam local).")
+    print("tests/events/*.json now name rows and objects that exist (docs/operations/sam-local.md).")
     return 0
 
 
