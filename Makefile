@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 # pgvector's source, built into the embedded PostgreSQL by `make install` (docs/operations/local-runtime.md).
 PGVECTOR_SRC ?= ../shared/vendor/pgvector-0.8.6
 export HF_HUB_OFFLINE := 1
+# mkdocs-material's banner about MkDocs 2 on every build (make docs, make lint): said once here instead.
+export NO_MKDOCS_2_WARNING := 1
 
 # Where `sluice model export` writes by default and the local provider reads (inside the venv).
 MODEL  := $(VENV)/share/sluice/models/all-MiniLM-L6-v2/model.onnx
