@@ -179,17 +179,20 @@ def _usage_of(action: argparse.Action) -> str:
     names = ", ".join(action.option_strings)
     if action.nargs == 0:
         return names
-    metavar = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+    metavar = action.metavar if isinstance(action.metavar, str) else \
+        "{" + ",".join(map(str, action.choices)) + "}" if action.choices else action.dest.upper()
     return f"{names} [{metavar}]" if action.nargs == "?" else f"{names} {metavar}"
 
 
 def _default_of(action: argparse.Action) -> str:
-    if action.nargs == 0 or action.default in (None, argparse.SUPPRESS) or action.required:
+    if action.nargs == 0 or action.default in (None, argparse.SUPPRESS, []) or action.required:
         return ""
     return f"`{action.default}`"
 
 
 def cli_page() -> str:
+    from sluice_client.mcp_server import parser as mcp_parser
+
     from sluice.cli import build_parser
 
     out = [BANNER.format(source="the sluice command's argparse parser (sluice.cli.build_parser)"),
@@ -197,12 +200,16 @@ def cli_page() -> str:
            "For operators and developers: the local runtime, the database, uploads, searches, syncs and "
            "teardowns from a shell. `sluice <command> --help` prints the same. Defaults are the parser's "
            "(the environment variables `SLUICE_PORT`, `SLUICE_MOTO_PORT`, `SLUICE_CONCURRENCY` and "
-           "`SLUICE_PG_PORT` change `local up`'s; the table shows them unset). `sluice mcp` takes its own "
-           "arguments: see [LangChain, LlamaIndex and MCP](../guides/frameworks.md).\n"]
+           "`SLUICE_PG_PORT` change `local up`'s, `SLUICE_API_URL` and `SLUICE_TOKEN` `mcp`'s; the table shows "
+           "them unset). `sluice mcp` is the MCP server of `sluice-client`: "
+           "[LangChain, LlamaIndex and MCP](../guides/frameworks.md#mcp-sluice-mcp).\n"]
 
     def walk(parser: argparse.ArgumentParser, path: list[str], help_text: str) -> None:
         children = list(_subcommands(parser))
-        actions = [a for a in parser._actions if not isinstance(a, argparse._SubParsersAction | argparse._HelpAction)]
+        if path == ["mcp"]:  # it hands every argument to the MCP server's own parser (sluice.cli.mcp)
+            parser = _without_env_defaults(mcp_parser)
+        actions = [a for a in parser._actions if not isinstance(a, argparse._SubParsersAction | argparse._HelpAction)
+                   and a.help != argparse.SUPPRESS]
         if path and (actions or not children):
             out.append(f"\n## `sluice {' '.join(path)}`\n\n{help_text[:1].upper() + help_text[1:]}.\n" if help_text
                        else f"\n## `sluice {' '.join(path)}`\n")
@@ -222,7 +229,8 @@ def _without_env_defaults(build: Callable[[], argparse.ArgumentParser]) -> argpa
     """The parser as built with none of the variables that change its defaults set."""
     import os
 
-    names = ("SLUICE_PORT", "SLUICE_MOTO_PORT", "SLUICE_CONCURRENCY", "SLUICE_PG_PORT")
+    names = ("SLUICE_PORT", "SLUICE_MOTO_PORT", "SLUICE_CONCURRENCY", "SLUICE_PG_PORT", "SLUICE_API_URL",
+             "SLUICE_TOKEN")
     kept = {n: os.environ.pop(n) for n in names if n in os.environ}
     try:
         return build()

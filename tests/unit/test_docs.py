@@ -54,9 +54,9 @@ def test_the_settings_page_gives_each_default_and_why():
 def test_the_cli_page_has_every_command_of_the_parser():
     page = gen_docs.cli_page()
     for command in ("local up", "local token", "ingest", "search", "sync run", "drop", "collections",
-                    "db migrate", "openapi", "model export"):
+                    "db migrate", "openapi", "model export", "mcp"):
         assert f"## `sluice {command}`" in page, command
-    assert "| `--direct-limit" in page
+    assert "| `--direct-limit" in page and "| `--transport {stdio,streamable-http}` | `stdio` |" in page
 
 
 def test_the_error_page_has_every_code_of_errors_py():
