@@ -63,6 +63,16 @@ def _arithmetic(node: ast.expr, names: dict[str, int | float]) -> int | float | 
     return None
 
 
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """The source text of an expression (``ast.get_source_segment`` splits the whole source again on each
+    call: seconds for sections.py)."""
+    assert node.end_lineno is not None and node.end_col_offset is not None
+    picked = [line.encode() for line in lines[node.lineno - 1:node.end_lineno]]
+    picked[-1] = picked[-1][:node.end_col_offset]
+    picked[0] = picked[0][node.col_offset:]
+    return b"\n".join(picked).decode()
+
+
 def _comments_above(lines: list[str], lineno: int) -> list[str]:
     """The ``#`` lines directly above line ``lineno`` (1-based), in order."""
     found: list[str] = []
@@ -118,15 +128,15 @@ def read_sections(source: str) -> list[SettingsSection]:
                 continue
             default = ""
             if call.args:
-                text = ast.get_source_segment(source, call.args[0]) or ""
+                text = _segment(lines, call.args[0])
                 value = _arithmetic(call.args[0], constants)
                 default = text if value is None or text == repr(value) else f"{text} ({value:,})"
-            bounds = [f"{k.arg} {ast.get_source_segment(source, k.value)}" for k in call.keywords
+            bounds = [f"{k.arg} {_segment(lines, k.value)}" for k in call.keywords
                       if k.arg in ("ge", "gt", "le", "lt")]
             why = " ".join(_comments_above(lines, item.lineno) + [_trailing_comment(lines[item.lineno - 1])]).strip()
             if bounds:
                 why = (why + " " if why else "") + "Allowed: " + ", ".join(bounds) + "."
-            kind = ast.get_source_segment(source, item.annotation) or ""
+            kind = _segment(lines, item.annotation)
             settings.append(Setting(str(alias.value), item.target.id, kind, default, why))
         doc = ast.get_docstring(node) or ""
         sections.append(SettingsSection(node.name, doc, requires, settings, group))
