@@ -20,6 +20,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,22 @@ def _cell(text: object) -> str:
 
 # --- settings ------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
 class Setting:
-    def __init__(self, variable: str, attribute: str, kind: str, default: str, why: str) -> None:
-        self.variable, self.attribute, self.kind, self.default, self.why = variable, attribute, kind, default, why
+    variable: str  # the environment variable (the field's alias)
+    attribute: str
+    kind: str  # the annotation, as written
+    default: str  # as written, with its value where it is arithmetic
+    why: str  # the comments above the field and beside it, and its bounds
 
 
+@dataclass(frozen=True)
 class SettingsSection:
-    def __init__(self, name: str, doc: str, requires: list[str], settings: list[Setting], group: str) -> None:
-        self.name, self.doc, self.requires, self.settings, self.group = name, doc, requires, settings, group
+    name: str
+    doc: str
+    requires: list[str]
+    settings: list[Setting]
+    group: str  # the "# --- group ---" line the section sits under
 
 
 def _arithmetic(node: ast.expr, names: dict[str, int | float]) -> int | float | None:
@@ -85,7 +94,7 @@ def _comments_above(lines: list[str], lineno: int) -> list[str]:
 
 def _trailing_comment(line: str) -> str:
     # A field line holds no '#' inside a string in sections.py; a trailing comment is what follows '  #'.
-    head, sep, tail = line.partition("  #")
+    _, sep, tail = line.partition("  #")
     return tail.strip() if sep and "noqa" not in tail else ""
 
 
@@ -163,7 +172,8 @@ def settings_page(source: str | None = None) -> str:
             out.append("\n| variable | type | default | why |\n|---|---|---|---|\n")
             for s in section.settings:
                 default = f"`{_cell(s.default)}`" if s.default not in ('""', "''") else "empty"
-                out.append(f"| `{s.variable}` | `{_cell(s.kind)}` | {default} | {_cell(s.why)} |\n")
+                kind = s.kind.replace(" | ", " or ")  # an escaped pipe shows its backslash inside code
+                out.append(f"| `{s.variable}` | `{_cell(kind)}` | {default} | {_cell(s.why)} |\n")
     return "".join(out)
 
 
@@ -343,7 +353,7 @@ def http_api_page(document: dict[str, Any] | None = None) -> str:
                 out.append("\n| parameter | in | type | required | notes |\n|---|---|---|---|---|\n")
                 for p in params:
                     schema = p.get("schema", {})
-                    notes = _cell(" ".join(filter(None, [p.get("description", ""), _describe(schema)])))
+                    notes = _describe({**schema, "description": p.get("description") or schema.get("description", "")})
                     out.append(f"| `{p['name']}` | {p['in']} | {_type_of(schema)} | "
                                f"{'yes' if p.get('required') else 'no'} | {notes} |\n")
             body = op.get("requestBody", {}).get("content", {})
