@@ -51,9 +51,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sluice.config import SyncContextSettings
 from sluice.outbound import OutboundPolicy
-from sluice.retry import Failure, RetryPolicy, Try, call, parse_retry_after
+from sluice.retry import Failure, RetryPolicy
 from sluice.sync.connectors.base import ConfigRefusal, Connector, RemoteFile, RemoteListing, SourceRefused, cut_at
-from sluice.sync.outbound import EndpointNotAllowed, guarded_client, saas_url_problem, sync_policy
+from sluice.sync.outbound import EndpointNotAllowed, guarded_client, saas_url_problem, send_retried, sync_policy
 
 SECRET_KIND = "microsoft_app"  # noqa: S105 - the kind of secret, not one
 # Microsoft's documented hosts: the global service and the national clouds (US Government, China).
@@ -263,12 +263,6 @@ class GraphError(Exception):
         self.code, self.status = code, status
 
 
-class _Busy(Exception):
-    def __init__(self, status: int, retry_after: float | None) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status, self.retry_after = status, retry_after
-
-
 # A run's request gives up within a minute (a Retry-After longer than what is left ends it at once).
 POLICY = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=15.0, total_seconds=60.0)
 
@@ -299,24 +293,10 @@ class Graph:
 
     def _send(self, request: httpx.Request) -> httpx.Response:
         """``request`` sent until it is not a 429 or 5xx (the response streamed, for the caller to close)."""
-        def send(_: Try) -> httpx.Response:
-            resp = self._client.send(request, stream=True)
-            if resp.status_code == 429 or resp.status_code >= 500:
-                resp.close()
-                raise _Busy(resp.status_code, parse_retry_after(resp.headers))
-            return resp
-
-        def classify(exc: Exception, _: Try) -> Failure | None:
-            if isinstance(exc, _Busy):
-                return Failure(f"HTTP{exc.status}", True, str(exc), exc, exc.retry_after)
-            if isinstance(exc, httpx.TransportError):
-                return Failure(type(exc).__name__, True, type(exc).__name__, exc)
-            return None
-
         def give_up(failure: Failure, attempts: int, detail: str) -> NoReturn:
             raise GraphError(str(failure.kind)) from failure.cause
 
-        return call(self._retry, send, classify, give_up)
+        return send_retried(self._retry, lambda: self._client.send(request, stream=True), give_up)
 
     def token(self, *, renew: bool = False) -> str:
         if self._token is not None and not renew:
