@@ -141,6 +141,13 @@ def by_address(conn: Connection, kb_id: uuid.UUID, source_path: str) -> list[Doc
     return [Document(**r) for r in rows]
 
 
+def readdress(conn: Connection, doc_id: uuid.UUID, *, source_path: str, filename: str,
+              source_etag: str | None) -> bool:
+    """A finished document found under a new address (a renamed file): its address, name and signal move,
+    its content, object and chunks stay."""
+    return _set(conn, doc_id, {"source_path": source_path, "filename": filename, "source_etag": source_etag})
+
+
 def archive_members(conn: Connection, kb_id: uuid.UUID, archive_path: str, *,
                     created_before: datetime | None = None) -> list[Document]:
     """The rows unpacked from the archive at ``archive_path`` in one base (R-ARC-2), locked.
