@@ -258,6 +258,7 @@ def test_a_git_source_syncs_then_answers_nothing_changed_in_one_round_trip(world
 
     first = w.run(source)
     assert first["status"] == "succeeded" and counts(first) == (3, 3, 0, 0, 0, 0), first
+    assert (first["nothing_changed"], first["note"]) == (False, None)
     assert set(w.outcomes(first)) == {address + p for p in ("README.md", "docs/ops/runbook.md", "docs/faq.md")}
     hits = w.search(kb, "Who reviews compass requests?")
     assert any("compass" in h["content"] for h in hits)
@@ -266,6 +267,8 @@ def test_a_git_source_syncs_then_answers_nothing_changed_in_one_round_trip(world
     before, fetched, embedded = len(repo.log), w.fetched["git"], w.embed_calls()
     second = w.run(source)
     assert second["status"] == "succeeded" and counts(second) == (0, 0, 0, 0, 0, 0), second
+    # the run's view says so, in a field and in words, rather than leaving an empty run to be read
+    assert second["nothing_changed"] is True and second["note"].startswith("Nothing changed since the last"), second
     assert [r.command for r in repo.requests_since(before)] == ["ls-refs"]
     assert (w.fetched["git"], w.embed_calls(), len(w.documents(kb))) == (fetched, embedded, 3)
 
