@@ -27,8 +27,8 @@ from sluice.outbound import (
     url_problem,
 )
 
-__all__ = ["EndpointNotAllowed", "NOT_DOCUMENTED_HOST", "SENTENCES", "guarded_client", "saas_url_problem",
-           "sync_policy", "url_problem_for_source"]
+__all__ = ["EndpointNotAllowed", "NOT_DOCUMENTED_HOST", "NOT_REACHABLE", "SENTENCES", "guarded_client",
+           "saas_url_problem", "sync_policy", "url_problem_for_source"]
 
 SENTENCES = Sentences(
     not_http="Must be an http(s) URL such as https://docs.example.com/.",
@@ -39,6 +39,8 @@ SENTENCES = Sentences(
 NOT_DOCUMENTED_HOST = ("Must be one of the service's own hosts ({hosts}); any other host needs the operator to "
                        "list it in SyncAllowedHosts (SYNC_ALLOWED_HOSTS).")
 NOT_HTTPS = "Must be an https URL; plain http only to a host the operator lists in SyncAllowedHosts."
+# How a connector's report names a connection the guard refused (no host, no address: words only).
+NOT_REACHABLE = "the address is not one the deployment may reach"
 
 
 def sync_policy(settings: SyncSettings) -> OutboundPolicy:

@@ -30,7 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sluice.config import SyncContextSettings
 from sluice.ingest.families import kb_extensions
 from sluice.sync.connectors.base import ConfigRefusal, Connector, RemoteFile, RemoteListing, SourceRefused
-from sluice.sync.outbound import EndpointNotAllowed, guarded_client, sync_policy, url_problem_for_source
+from sluice.sync.outbound import (
+    NOT_REACHABLE,
+    EndpointNotAllowed,
+    guarded_client,
+    sync_policy,
+    url_problem_for_source,
+)
 
 SECRET_KIND = "git_token"  # noqa: S105 - the kind of secret, not one
 _COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -280,6 +286,6 @@ class GitConnector(Connector):
 
     def describe_failure(self, exc: BaseException) -> str:
         if isinstance(exc, EndpointNotAllowed):
-            return "the address is not one the deployment may reach"
+            return NOT_REACHABLE
         code = getattr(exc, "code", None)
         return str(code) if code else type(exc).__name__
