@@ -5,7 +5,8 @@ document of the base at that address; a document of that name that no address cl
 upload, so a file uploaded by hand and later synced is replaced rather than duplicated);
 where the change signal names the content (a git blob id, a Drive md5Checksum:
 ``Connector.content_id``), this source's document with that signal at an address this run's
-whole listing no longer names - the same file renamed, moved to its new address without a fetch;
+whole listing no longer names - the same file renamed (to a name of the same kind), moved to its
+new address without a fetch;
 and, after the download, a document with the same bytes at no address. A document naming a
 different address is never a candidate: ``a/readme.md`` and ``b/readme.md`` are two files.
 
@@ -29,6 +30,7 @@ changes (no retry loop); a retry of failed files (``forced``) fetches it regardl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from sluice.db.document_claims import Claim
 from sluice.db.documents import Document
@@ -92,6 +94,11 @@ def _same_signal(etag: str | None, size: int | None, file: RunFile) -> bool:
     return bool(etag) and etag == file.etag and size == file.size
 
 
+def _same_kind(a: str, b: str) -> bool:
+    """Whether two names would be read the same way (their extension): a rename to another kind is read anew."""
+    return PurePosixPath(a).suffix.lower() == PurePosixPath(b).suffix.lower()
+
+
 def _done(docs: list[Document]) -> Document | None:
     return next((d for d in docs if d.status == "done"), None)
 
@@ -132,7 +139,8 @@ def decide_before(facts: FileFacts, mode: str, *, forced: bool = False) -> Skip 
     named = _done(facts.by_name)
     if named is not None:
         return Fetch(named)
-    moved = next((c for c in facts.moved if c.document.status == "done" and _same_signal(c.etag, c.size, f)), None)
+    moved = next((c for c in facts.moved if c.document.status == "done" and _same_signal(c.etag, c.size, f)
+                  and _same_kind(c.document.filename, f.name)), None)
     if moved is not None and not redo:
         return Move(moved)
     if mode == "update_only" and not facts.at_address:

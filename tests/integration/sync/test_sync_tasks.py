@@ -421,10 +421,14 @@ def test_a_renamed_file_whose_signal_names_its_content_keeps_its_document_unfetc
     assert doc is not None and (doc.source_path, doc.filename) == ("mem://box/manuals/guide-v2.md", "guide-v2.md")
     assert [c.document.id for c in held["mem://box/manuals/guide-v2.md"]] == [guide]
 
-    # a copy (the old address still listed) is a file of its own: fetched and ingested
+    # a copy (the old address still listed) is a file of its own: fetched and ingested; so is a rename to
+    # another kind of file (notes.md read as Markdown; notes.txt would be read as text)
     bench.remote.objects["copy.md"] = GUIDE
-    copy = bench.outcomes(_run_to_the_end(bench))["copy.md"]
-    assert copy[0] == "new" and copy[1] != guide and bench.remote.fetched == ["copy.md"]
+    bench.remote.objects["notes.txt"] = bench.remote.objects.pop("notes.md")
+    outcomes = bench.outcomes(_run_to_the_end(bench))
+    assert outcomes["copy.md"][0] == "new" and outcomes["copy.md"][1] != guide
+    assert outcomes["notes.txt"][0] == "new" and outcomes["notes.txt"][1] != first["notes.md"][1]
+    assert sorted(bench.remote.fetched) == ["copy.md", "notes.txt"]
 
 
 def test_a_rename_is_fetched_again_where_the_signal_does_not_name_the_content(bucket: Bucket, db_url):
