@@ -44,9 +44,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sluice.config import SyncContextSettings
 from sluice.outbound import OutboundPolicy
 from sluice.parsing.text import close_raw_ends, escape_unclosed_tail
-from sluice.retry import Failure, RetryPolicy, Try, call, parse_retry_after
+from sluice.retry import Failure, RetryPolicy
 from sluice.sync.connectors.base import ConfigRefusal, Connector, RemoteFile, RemoteListing, SourceRefused
-from sluice.sync.outbound import EndpointNotAllowed, guarded_client, saas_url_problem, sync_policy
+from sluice.sync.outbound import EndpointNotAllowed, guarded_client, saas_url_problem, send_retried, sync_policy
 
 SECRET_KIND = "atlassian_token"  # noqa: S105 - the kind of secret, not one
 # Confluence Cloud's sites (developer.atlassian.com: "https://<site>.atlassian.net/wiki").
@@ -239,12 +239,6 @@ class ConfluenceError(Exception):
         self.code = code
 
 
-class _Busy(Exception):
-    def __init__(self, status: int, retry_after: float | None) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status, self.retry_after = status, retry_after
-
-
 # Throttling and a bad moment, through the one retry loop (sluice.retry): a request gives up within
 # a minute, well inside the sync function's time.
 POLICY = RetryPolicy(max_attempts=5, base_delay=1.0, max_delay=20.0, total_seconds=60.0)
@@ -278,27 +272,16 @@ class ConfluenceApi:
 
     def _send(self, url: str, *, params: Mapping[str, Any] | None = None, auth: bool = True) -> httpx.Response:
         """The streamed answer to a GET of ``url`` once it is not a 429 or 5xx (tried again), else refused."""
-        def send(_: Try) -> httpx.Response:
+        def send() -> httpx.Response:
             self.traffic.requests += 1
             request = self._client.build_request("GET", url, params=params, headers={"Accept": "application/json"})
-            resp = self._client.send(request, auth=self._auth if auth else None, stream=True)
-            if resp.status_code == 429 or resp.status_code >= 500:
-                resp.close()
-                raise _Busy(resp.status_code, parse_retry_after(resp.headers))
-            return resp
-
-        def classify(exc: Exception, _: Try) -> Failure | None:
-            if isinstance(exc, _Busy):
-                return Failure(f"HTTP{exc.status}", True, str(exc), exc, exc.retry_after)
-            if isinstance(exc, httpx.TransportError):
-                return Failure(type(exc).__name__, True, type(exc).__name__, exc)
-            return None
+            return self._client.send(request, auth=self._auth if auth else None, stream=True)
 
         def give_up(failure: Failure, attempts: int, detail: str) -> NoReturn:
             raise ConfluenceError(f"the site kept failing ({detail}; {attempts} tries)",
                                   str(failure.kind)) from failure.cause
 
-        return call(self._retry, send, classify, give_up)
+        return send_retried(self._retry, send, give_up)
 
     def _read(self, resp: httpx.Response, limit: int, out: BinaryIO) -> int:
         """At most ``limit`` + 1 bytes of the answer written to ``out`` (how many); the rest is not read."""

@@ -52,7 +52,7 @@ from sluice.config import SyncContextSettings
 from sluice.retry import Failure, RetryPolicy, Try, call, parse_retry_after
 from sluice.sync.connectors.base import ConfigRefusal, Connector, RemoteFile, RemoteListing, SourceRefused
 from sluice.sync.connectors.gcs import SECRET_KIND, read_key
-from sluice.sync.outbound import EndpointNotAllowed, guarded_client, saas_url_problem, sync_policy
+from sluice.sync.outbound import Busy, EndpointNotAllowed, guarded_client, retry_failure, saas_url_problem, sync_policy
 
 API = "https://www.googleapis.com"
 DOCUMENTED_HOSTS = ("www.googleapis.com",)
@@ -145,14 +145,6 @@ class DriveError(Exception):
         """``HTTP 404 notFound``; a request that never got an answer names its failure alone."""
         parts = ([f"HTTP {self.status}"] if self.status else []) + ([self.reason] if self.reason else [])
         return " ".join(parts) or "DriveError"
-
-
-class _Busy(Exception):
-    """A 429, a 403 rateLimitExceeded or a 5xx: tried again after Retry-After or the policy's back-off."""
-
-    def __init__(self, status: int, reason: str | None, retry_after: float | None) -> None:
-        super().__init__(f"HTTP {status}" + (f" {reason}" if reason else ""))
-        self.status, self.reason, self.retry_after = status, reason, retry_after
 
 
 # Throttling and a server's bad moment, through the one retry loop; a request gives up within 90 s,
@@ -263,19 +255,12 @@ class DriveApi:
             retry_after = parse_retry_after(resp.headers)
             reason = _error_reason(resp)
             if status == 429 or status >= 500 or (status == 403 and reason in RATE_LIMITED):
-                raise _Busy(status, reason, retry_after)
+                raise Busy(status, retry_after, reason)
             raise DriveError(status, reason, f"Google answered HTTP {status}")
-
-        def classify(exc: Exception, _: Try) -> Failure | None:
-            if isinstance(exc, _Busy):
-                return Failure(f"HTTP{exc.status}", True, str(exc), exc, exc.retry_after)
-            if isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.UnsupportedProtocol):
-                return Failure(type(exc).__name__, True, type(exc).__name__, exc)
-            return None
 
         def give_up(failure: Failure, attempts: int, detail: str) -> NoReturn:
             cause = failure.cause
-            if isinstance(cause, _Busy):
+            if isinstance(cause, Busy):
                 raise DriveError(cause.status, cause.reason,
                                  f"Google kept refusing ({detail}; {attempts} tries)") from cause
             raise DriveError(0, str(failure.kind), f"the request kept failing ({detail}; {attempts} tries)") \
@@ -284,7 +269,7 @@ class DriveApi:
         def waited(failure: Failure, attempt: int, wait: float) -> None:
             self.traffic.waits.append(wait)
 
-        return call(self._policy, send, classify, give_up, on_retry=waited)
+        return call(self._policy, send, retry_failure, give_up, on_retry=waited)
 
     @staticmethod
     def _json(resp: httpx.Response) -> dict[str, Any]:
