@@ -125,8 +125,8 @@ def run_stage(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str, wo
 
     A stale event does nothing. A final failure (``is_final``) fails the row now;
     one that ``discards_file`` says leaves no stored original (it is missing, or
-    refused and not kept) also stops the row naming it, then deletes the object,
-    so ``has_file`` and a retry agree (R-DOC-5). Any other failure records the
+    refused and not kept) deletes the object and the row stops naming it, so
+    ``has_file`` and a retry agree (R-DOC-5). Any other failure records the
     summary and raises for the queue to deliver again.
     """
     def claimed() -> Document | None:
@@ -141,9 +141,11 @@ def run_stage(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str, wo
     def fail(doc: Document, raised: BaseException) -> None:
         where, exc = unwrapped(raised)
         gone = discards_file is not None and discards_file(doc, exc)
-        fail_document(ctx, doc_id, attempt, where, exc, file_gone=gone)
         if gone and doc.storage_path:
+            # The object first: a failed delete leaves the row processing for the queue to deliver
+            # again, never an object no row names (a teardown finds objects through their rows).
             ctx.store.delete(doc.storage_path)
+        fail_document(ctx, doc_id, attempt, where, exc, file_gone=gone)
 
     def retry_later(doc: Document, raised: BaseException) -> None:
         where, exc = unwrapped(raised)
