@@ -245,10 +245,15 @@ def mark_done(conn: Connection, doc_id: uuid.UUID, *, chunk_count: int,
 
 
 def mark_failed(conn: Connection, doc_id: uuid.UUID, reason: str, *, stage: str | None = None,
-                expect_attempt: int | None = None, expect_updated_at: datetime | None = None) -> bool:
+                expect_attempt: int | None = None, expect_updated_at: datetime | None = None,
+                file_gone: bool = False) -> bool:
     """→ error with ``reason`` (the R-DOC-4 sentence), at ``stage`` when one is named; conditional as
-    ``update`` is. True if the row changed."""
+    ``update`` is. ``file_gone``: no stored original is left (it never arrived, or was refused and
+    deleted), so the row stops naming one: ``has_file`` is false and a retry is refused. True if the
+    row changed."""
     values: dict[str, Any] = {"error_message": reason, **({"stage": stage} if stage is not None else {})}
+    if file_gone:
+        values["storage_path"] = None
     return _set(conn, doc_id, values, expect_attempt=expect_attempt, expect_updated_at=expect_updated_at,
                 fixed=f"status = 'error', {_FINISHED}")
 
