@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.session_servers import stop_postgres
+from tests.session_servers import interrupt_on_sigterm, start_watcher, stop_postgres, stop_watcher
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
@@ -24,22 +24,16 @@ CORPUS = SHARED / "corpus" / "real"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from tests.session_servers import interrupt_on_sigterm
-
     interrupt_on_sigterm()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Whatever this process starts stops with it, even if it crashes (tests/session_servers.py)."""
-    from tests.session_servers import start_watcher
-
     start_watcher(session.config._tmp_path_factory.getbasetemp())
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from tests.session_servers import stop_watcher
-
     stop_watcher()
 
 
