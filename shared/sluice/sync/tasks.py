@@ -120,6 +120,8 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
         runs.update(conn, run_id, listing_complete=listing.complete, files_listed=len(rows),
                     error=None if listing.complete else listing.problem, unchanged=listing.unchanged,
                     connector_state=listing.state)
+        if listing.keep_state_now and listing.state is not None and run.trigger != "retry":
+            sources.keep_connector_state(conn, source.id, listing.state)
     batches = sorted({r.batch for r in rows if r.outcome is None})
     log.info("listed", extra={"run_id": str(run_id), "files": len(rows), "complete": listing.complete,
                               "batches": len(batches), "markers_skipped": listing.markers_skipped})
@@ -145,6 +147,8 @@ def _rows(ctx: SyncContext, files: list[RemoteFile]) -> list[RunFile]:
             name, outcome, reason = remote_name(f.key), None, None
         except RemoteNameRefused as exc:
             name, outcome, reason = (f.key.rstrip("/").rsplit("/", 1)[-1] or f.key)[-255:] or "/", "failed", str(exc)
+        if outcome is None and f.failure:
+            outcome, reason = "failed", f.failure
         if outcome is None and f.note:
             outcome, reason = "ignored", f.note
         if outcome is None:
@@ -154,7 +158,7 @@ def _rows(ctx: SyncContext, files: list[RemoteFile]) -> list[RunFile]:
             bytes_in_batch += f.size
         rows.append(RunFile(seq=seq, batch=batch, source_path=f.source_path, remote_key=f.key,
                             name=name.replace("\x00", ""), etag=f.etag, size=f.size, outcome=outcome,
-                            reason=reason, decided_at=now if outcome else None))
+                            reason=reason if outcome else f.hint, decided_at=now if outcome else None))
     return rows
 
 
@@ -223,7 +227,8 @@ def process_batch(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) ->
         decision = decide_before(facts[f.seq], run.sync_mode, forced=forced)
         if isinstance(decision, Skip):
             doc = decision.document
-            decided.append(Outcome(f.seq, decision.outcome, decision.reason, doc.id if doc else None))
+            reason = decision.reason or (f.reason if decision.outcome == "unchanged" else None)
+            decided.append(Outcome(f.seq, decision.outcome, reason, doc.id if doc else None))
             if decision.outcome == "unchanged" and doc is not None:
                 confirmed.append((f, doc))
         else:

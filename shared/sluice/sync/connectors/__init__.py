@@ -28,11 +28,12 @@ from sluice.sync.connectors.base import (
 from sluice.sync.connectors.gcs import GcsConnector
 from sluice.sync.connectors.git import GitConnector
 from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config, S3Connector, default_client
+from sluice.sync.connectors.web import WebConnector
 
 log = logging.getLogger("sluice.sync")
 
 CONNECTORS: dict[str, type[Connector]] = {
-    cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector)}
+    cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector, WebConnector)}
 
 __all__ = [
     "CONNECTORS",
@@ -51,6 +52,7 @@ __all__ = [
     "S3Connector",
     "SecretValues",
     "SourceRefused",
+    "WebConnector",
     "external_id",
 ]
 

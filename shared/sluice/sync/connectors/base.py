@@ -48,6 +48,12 @@ class RemoteFile:
     # A file the connector names and will not fetch (a git submodule, an LFS pointer): the run
     # reports it as ignored with this sentence.
     note: str | None = None
+    # A file the connector tried and could not read (a web page answering 5xx, a refused redirect):
+    # the run reports it failed with this sentence, and fetches nothing.
+    failure: str | None = None
+    # Why the connector expects it unchanged (a web page's 304): the report's reason when the change
+    # signal then decides it unchanged.
+    hint: str | None = None
 
 
 @dataclass
@@ -64,6 +70,10 @@ class RemoteListing:
     # Nothing changed since the kept state (an unchanged git ref): ``files`` is empty and the run
     # decides nothing and removes nothing.
     unchanged: bool = False
+    # The state is what the connector knows of the remote side (a web crawl's validators and links),
+    # not a cursor: kept at once, whatever the run's outcome, since every decision is still made
+    # against the source's claims (a page whose ingestion failed is fetched again).
+    keep_state_now: bool = False
 
 
 class SourceRefused(Exception):
