@@ -153,16 +153,19 @@ class Patterns:
 
 
 def page_key(url: str, suffix: str) -> str:
-    """The listing key of a page: host and path, its final component named ``<name><suffix>`` (the
-    document's name in the base: ``install.md`` for https://h/docs/install.html, ``index.md`` for a folder)."""
+    """The listing key of a page: ``<host>/<name><suffix>``, the name its path's segments joined with ``-``
+    (the document's name in the base: ``guide-install.md`` for https://h/guide/install.html, the host's
+    name for its home page), so pages of one site do not all share a name such as ``index.md``."""
     parts = urlsplit(url)
-    path = unquote(parts.path)
-    folder, _, last = path.rpartition("/")
-    stem = last.rsplit(".", 1)[0] if "." in last else last
-    stem = re.sub(r"[^\w.\-]+", "-", stem).strip("-.") or "index"
+    segments = [s for s in unquote(parts.path).split("/") if s]
+    if segments and "." in segments[-1]:
+        segments[-1] = segments[-1].rsplit(".", 1)[0]
+    if segments and segments[-1] in ("index", "default"):
+        segments.pop()
+    host = re.sub(r"[^\w.\-]+", "-", parts.hostname or "site")
+    stem = "-".join(segments) or host
     if parts.query:
-        query = re.sub(r"[^\w]+", "-", unquote(parts.query)).strip("-")[:60]
-        stem = f"{stem}-{query}".strip("-")
-    host = re.sub(r"[^\w.\-]+", "-", parts.netloc)
-    folders = "/".join(re.sub(r"[^\w.\-]+", "-", p) or "-" for p in folder.split("/") if p)
-    return "/".join(x for x in (host, folders, stem[:150] + suffix) if x)
+        stem = f"{stem}-{unquote(parts.query)}"
+    stem = re.sub(r"[^\w.\-]+", "-", stem).strip("-.")[:150] or "page"
+    netloc = re.sub(r"[^\w.\-]+", "-", parts.netloc)
+    return f"{netloc}/{stem}{suffix}"
