@@ -96,7 +96,7 @@ def test_a_crawl_lists_each_page_once_by_its_canonical_url_and_reports_what_it_l
     assert got.get("/About") is not None  # another path (case matters in a path): tried, 404, said
     assert [f.source_path for f in listing.files].count(site.url("/about")) == 1
     pages = {f.source_path: f for f in listing.files if not f.note}
-    assert pages[site.url("/guide/install")].key.endswith("/guide/install.md")
+    assert pages[site.url("/guide/install")].key.endswith("/guide-install.md")
     assert pages[site.url("/")].etag.startswith("text:")
     assert listing.state["last_run"]["requests"] == len(site.log)
 
@@ -319,5 +319,5 @@ def test_fetch_writes_the_pages_text_as_markdown(site: Site, tmp_path):
     crawl._RECENT.clear()
     crawl._held[0] = 0
     path = fresh.fetch(listing.files[0], tmp_path, 10_000)
-    assert path.name == "index.md"
+    assert path.name == "127.0.0.1.md"
     assert path.read_text() == "# Home\n\n## Part\n\n- one\n- two\n"
