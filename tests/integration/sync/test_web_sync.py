@@ -161,3 +161,68 @@ def test_max_pages_cuts_and_then_nothing_is_removed(bucket, db_url, site: Site):
         run = runs.get(conn, run_id)
     assert run is not None and not run.listing_complete and "max_pages" in (run.error or "")
     assert set(bench.documents()) == {"/", "/moor", "/tides", "/gone"}
+
+
+def _list_until_done(bench: WebBench, run_id: uuid.UUID) -> tuple[dict[str, Any], int]:
+    steps = 0
+    while True:
+        steps += 1
+        answer = tasks.run_task(bench.ctx, {"task": "list", "run_id": str(run_id)})
+        if not answer["more"]:
+            return answer, steps
+
+
+def _new_run(bench: WebBench) -> uuid.UUID:
+    with transaction() as conn:
+        return runs.insert(conn, source_id=bench.source.id, kb_id=bench.kb.id, collection_name=bench.kb.collection_name,
+                           connector="web", sync_mode="new_only", trigger="manual", started_by="t").id
+
+
+def test_a_crawl_longer_than_a_step_goes_on_from_its_journal_in_the_next(bucket, db_url, site: Site):
+    pages(site)
+    bench = WebBench(bucket, site)
+    bench.ctx.settings = bench.ctx.settings.model_copy(update={"web_step_seconds": 0})  # one page a step
+    bench.ctx.connectors = ConnectorOpener(bench.ctx.settings, None)
+    run_id = _new_run(bench)
+    answer, steps = _list_until_done(bench, run_id)
+    assert steps == 4 and answer["batches"]  # four pages, one a step
+    with transaction() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM sync_list_journal WHERE run_id = %s",
+                            (run_id,)).fetchone()["n"] == 0
+    page_hits = [p for p in site.paths() if p != "/robots.txt"]
+    assert sorted(page_hits) == ["/", "/gone", "/moor", "/tides"]  # each page once, across four steps
+    with transaction() as conn:
+        run = runs.get(conn, run_id)
+    assert run is not None and run.requests_made == len(site.log) and run.bytes_downloaded
+
+
+def test_a_list_step_killed_mid_way_resumes_and_fetches_no_page_twice(bucket, db_url, site: Site, monkeypatch):
+    from sluice.sync.connectors.web.fetcher import Fetcher
+
+    pages(site)
+    bench = WebBench(bucket, site)
+    real = Fetcher.get
+    calls = {"n": 0}
+
+    class Killed(BaseException):
+        """What a function's timeout is to the code it stops: nothing of it runs on."""
+
+    def dying(self: Fetcher, url: str, *args: Any, **kwargs: Any) -> Any:
+        if not url.endswith("/robots.txt"):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise Killed
+        return real(self, url, *args, **kwargs)
+
+    monkeypatch.setattr(Fetcher, "get", dying)
+    run_id = _new_run(bench)
+    with pytest.raises(Killed):
+        tasks.run_task(bench.ctx, {"task": "list", "run_id": str(run_id)})
+    assert len([p for p in site.paths() if p != "/robots.txt"]) == 2
+    monkeypatch.setattr(Fetcher, "get", real)
+    answer, _ = _list_until_done(bench, run_id)  # the state machine's Retry of the list step
+    assert answer["complete"]
+    assert sorted(p for p in site.paths() if p != "/robots.txt") == ["/", "/gone", "/moor", "/tides"]
+    for item in answer["batches"]:
+        tasks.run_task(bench.ctx, {"task": "batch", **item})
+    assert {o for o, _, _ in bench.report(run_id).values()} == {"new"}

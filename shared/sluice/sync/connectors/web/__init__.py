@@ -22,7 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sluice.config import SyncContextSettings
 from sluice.outbound import Resolver, resolve_host
-from sluice.sync.connectors.base import ConfigRefusal, Connector, RemoteFile, RemoteListing, SourceRefused
+from sluice.sync.connectors.base import (
+    ConfigRefusal,
+    Connector,
+    ListingJournal,
+    RemoteFile,
+    RemoteListing,
+    SourceRefused,
+)
 from sluice.sync.connectors.web.crawl import Crawl, load_state, recall
 from sluice.sync.connectors.web.extract import parse
 from sluice.sync.connectors.web.fetcher import Fetcher, Refused, Unreachable
@@ -144,10 +151,18 @@ class WebConnector(Connector):
                      max_pages=min(c.max_pages, limit or c.max_pages, self.settings.web_max_pages_per_run),
                      max_depth=c.max_depth, follow_documents=c.follow_documents,
                      user_agent=self.settings.web_user_agent, fetcher=self.fetcher, known=load_state(self.state),
-                     seconds=self.settings.web_crawl_seconds)
+                     seconds=self.settings.web_step_seconds)
 
     def list_files(self, limit: int | None = None) -> RemoteListing:
-        return self.crawl(limit).run()
+        listing = self.crawl(limit).run()
+        assert listing is not None  # without a journal a crawl is one step, cut at its time limit
+        return listing
+
+    def list_step(self, limit: int | None, journal: ListingJournal) -> RemoteListing | None:
+        return self.crawl(limit).run(journal)
+
+    def transfer(self) -> tuple[int, int] | None:
+        return self.fetcher.totals.requests, self.fetcher.totals.bytes
 
     def _fetch(self, file: RemoteFile, target: Path, max_bytes: int) -> None:
         data = recall(file.source_path, file.etag)

@@ -33,7 +33,7 @@ import protego
 from lxml import etree
 
 from sluice.parsing.sniff import identify
-from sluice.sync.connectors.base import RemoteFile, RemoteListing
+from sluice.sync.connectors.base import ListingJournal, RemoteFile, RemoteListing
 from sluice.sync.connectors.web.extract import is_document_link, parse
 from sluice.sync.connectors.web.fetcher import Fetcher, Refused, Response, Unreachable
 from sluice.sync.connectors.web.urls import Patterns, ScopeRule, canonical, host_of, origin, page_key
@@ -89,7 +89,7 @@ def load_state(state: dict[str, Any]) -> dict[str, Known]:
     return known
 
 
-def dump_state(pages: dict[str, Known], totals: dict[str, int]) -> dict[str, Any]:
+def dump_state(pages: dict[str, Known]) -> dict[str, Any]:
     index: dict[str, int] = {}
     urls: list[str] = []
 
@@ -105,7 +105,7 @@ def dump_state(pages: dict[str, Known], totals: dict[str, int]) -> dict[str, Any
     for url, k in pages.items():
         entries[index[url]] = [k.etag, k.modified, k.lastmod, k.signal, k.size, k.key, [at(u) for u in k.links]]
     entries.extend([None] * (len(urls) - len(entries)))
-    return {"v": STATE_VERSION, "urls": urls, "pages": entries, "last_run": totals}
+    return {"v": STATE_VERSION, "urls": urls, "pages": entries}
 
 
 def text_signal(text: str) -> str:
@@ -119,7 +119,27 @@ class Item:
     lastmod: str | None = None
 
 
+def _file_row(f: RemoteFile) -> list[Any]:
+    return [f.key, f.source_path, f.size, f.etag, f.note, f.failure, f.hint]
+
+
+def _known_row(k: Known) -> list[Any]:
+    return [k.etag, k.modified, k.lastmod, k.signal, k.size, k.key, k.links]
+
+
+def _diff() -> dict[str, Any]:
+    return {"v": None, "q": [], "s": [], "f": [], "p": {}, "n": 0, "pr": [], "cut": None}
+
+
 class Crawl:
+    """One crawl of a source, in one call (``run()``) or in bounded steps (``run(journal)``).
+
+    With a journal, everything the crawl does is written to it page by page (what was queued and
+    seen, the files listed, each page's kept validators and links): a step that runs out of time
+    answers None and the next one replays the journal and goes on; a step killed mid-way loses at
+    most the page it was reading.
+    """
+
     def __init__(self, *, seeds: list[str], scope: ScopeRule, patterns: Patterns, sitemap: str,
                  max_pages: int, max_depth: int | None, follow_documents: bool, user_agent: str,
                  fetcher: Fetcher, known: dict[str, Known], seconds: float,
@@ -132,6 +152,7 @@ class Crawl:
         self.until = clock() + seconds
         self.robots: dict[str, protego.Protego | None] = {}
         self.seen: set[str] = set()
+        self.queued: set[str] = set()
         self.frontier: deque[Item] = deque()
         self.files: list[RemoteFile] = []
         self.pages: dict[str, Known] = {}
@@ -139,17 +160,75 @@ class Crawl:
         self.ignored_reported = 0
         self.problems: list[str] = []
         self.cut: str | None = None
+        self._d = _diff()
+
+    # --- what the crawl did, recorded as it does it ---------------------------------------------------
+
+    def _see(self, url: str) -> None:
+        self.seen.add(url)
+        self._d["s"].append(url)
+
+    def _queue(self, item: Item) -> None:
+        self.frontier.append(item)
+        self.queued.add(item.url)
+        self._d["q"].append([item.url, item.depth, item.lastmod])
+
+    def _file(self, f: RemoteFile) -> None:
+        self.files.append(f)
+        self._d["f"].append(_file_row(f))
+
+    def _page(self, url: str, k: Known) -> None:
+        self.pages[url] = k
+        self._d["p"][url] = _known_row(k)
+
+    def _count(self) -> None:
+        self.listed += 1
+        self._d["n"] += 1
+
+    def _problem(self, sentence: str) -> None:
+        self.problems.append(sentence)
+        self._d["pr"].append(sentence)
+
+    def _stop(self, sentence: str) -> None:
+        if self.cut is None:
+            self.cut = sentence
+            self._d["cut"] = sentence
+
+    def _flush(self, journal: ListingJournal | None) -> None:
+        d, self._d = self._d, _diff()
+        if journal is not None:
+            journal.append([{k: v for k, v in d.items() if v}])
+
+    def _replay(self, d: dict[str, Any]) -> None:
+        for url, depth, lastmod in d.get("q", []):
+            self.frontier.append(Item(url, depth, lastmod))
+            self.queued.add(url)
+            self.seen.add(url)
+        self.seen.update(d.get("s", []))
+        if d.get("v"):
+            item = self.frontier.popleft()
+            assert item.url == d["v"], "the journal's visits follow its queue"
+        for row in d.get("f", []):
+            f = RemoteFile(key=row[0], source_path=row[1], size=row[2], etag=row[3], note=row[4], failure=row[5],
+                           hint=row[6])
+            self.files.append(f)
+            self.ignored_reported += 1 if f.note else 0
+        for url, row in d.get("p", {}).items():
+            self.pages[url] = Known(*row)
+        self.listed += int(d.get("n", 0))
+        self.problems.extend(d.get("pr", []))
+        self.cut = self.cut or d.get("cut")
 
     # --- the queue ---------------------------------------------------------------------------
 
     def _ignore(self, url: str, sentence: str) -> None:
         if self.ignored_reported < MAX_IGNORED_REPORTED:
             self.ignored_reported += 1
-            self.files.append(RemoteFile(key=page_key(url, ""), source_path=url, size=0, etag=None, note=sentence))
+            self._file(RemoteFile(key=page_key(url, ""), source_path=url, size=0, etag=None, note=sentence))
 
     def _fail(self, url: str, sentence: str) -> None:
-        self.files.append(RemoteFile(key=page_key(url, ""), source_path=url, size=0, etag=None, failure=sentence))
-        self.problems.append(sentence)
+        self._file(RemoteFile(key=page_key(url, ""), source_path=url, size=0, etag=None, failure=sentence))
+        self._problem(sentence)
 
     def _refusal(self, url: str) -> str | None:
         if not self.scope.allows(url):
@@ -166,16 +245,16 @@ class Crawl:
     def enqueue(self, url: str | None, depth: int, lastmod: str | None = None) -> None:
         if url is None or url in self.seen:
             return
-        self.seen.add(url)
+        self._see(url)
         refused = self._refusal(url)
         if refused is not None:
             self._ignore(url, refused)
             return
         if self.max_depth is not None and depth > self.max_depth:
-            self.cut = self.cut or (f"The crawl stopped at max_depth {self.max_depth} with pages in scope beyond it: "
-                                    "those were not listed and nothing was removed.")
+            self._stop(f"The crawl stopped at max_depth {self.max_depth} with pages in scope beyond it: those were "
+                       "not listed and nothing was removed.")
             return
-        self.frontier.append(Item(url, depth, lastmod))
+        self._queue(Item(url, depth, lastmod))
 
     # --- robots.txt (RFC 9309) and sitemaps ---------------------------------------------------------
 
@@ -188,7 +267,7 @@ class Crawl:
         except (Refused, Unreachable) as exc:
             # RFC 9309 2.3.1.4: an unreachable robots.txt means "complete disallow".
             rules = protego.Protego.parse("User-agent: *\nDisallow: /\n")
-            self.problems.append(f"robots.txt of {site} could not be read ({exc}); nothing there was crawled.")
+            self._problem(f"The site's robots.txt could not be read ({exc}); nothing there was crawled.")
         else:
             if resp.status == 200:
                 rules = protego.Protego.parse(resp.body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace"))
@@ -230,7 +309,7 @@ class Crawl:
             try:
                 resp = self.fetcher.get(where, max_bytes=MAX_SITEMAP_BYTES)
             except (Refused, Unreachable) as exc:
-                self.problems.append(f"A sitemap could not be read ({exc}).")
+                self._problem(f"A sitemap could not be read ({exc}).")
                 continue
             if resp.status != 200 or resp.too_large:
                 continue
@@ -245,27 +324,48 @@ class Crawl:
 
     # --- the crawl -----------------------------------------------------------------------------
 
-    def run(self) -> RemoteListing:
+    def _start(self) -> None:
         for seed in self.seeds:
             self.enqueue(canonical(seed), 0)
         for loc, lastmod in self._sitemaps():
             url = canonical(loc)
-            if url is not None and url in self.seen:
+            if url is not None and url in self.queued:
                 for item in self.frontier:  # a seed the sitemap dates
                     if item.url == url:
                         item.lastmod = lastmod
                 continue
             self.enqueue(url, 1, lastmod)
-        while self.frontier:
+        # the queue as it stands (a seed's date included), recorded once
+        self._d["q"] = [[i.url, i.depth, i.lastmod] for i in self.frontier]
+
+    def run(self, journal: ListingJournal | None = None) -> RemoteListing | None:
+        """The listing; with a journal, None when this step's time ran out and a next step goes on."""
+        earlier = journal.entries() if journal is not None else []
+        for entry in earlier:
+            self._replay(entry)
+        if not earlier:
+            self._start()
+            self._flush(journal)
+        visited = 0
+        while self.frontier and self.cut is None:
             if self.listed >= self.max_pages:
-                self.cut = (f"The crawl was cut at max_pages ({self.max_pages}) with pages in scope still to visit: "
-                            "those were listed and nothing was removed.")
+                self._stop(f"The crawl was cut at max_pages ({self.max_pages}) with pages in scope still to visit: "
+                           "those were listed and nothing was removed.")
                 break
-            if self.clock() >= self.until:
-                self.cut = ("The crawl reached its time limit (WEB_CRAWL_SECONDS) with pages still to visit: those "
-                            "were listed and nothing was removed.")
+            if visited and self.clock() >= self.until:
+                if journal is not None:
+                    return None
+                self._stop("The crawl reached its time limit (WEB_STEP_SECONDS) with pages still to visit: those "
+                           "were listed and nothing was removed.")
                 break
-            self._visit(self.frontier.popleft())
+            item = self.frontier.popleft()
+            self._d["v"] = item.url
+            self._visit(item)
+            visited += 1
+            self._flush(journal)
+        return self._listing()
+
+    def _listing(self) -> RemoteListing:
         problem = self.cut or (self.problems[0] + (f" ({len(self.problems)} problems in all.)"
                                                    if len(self.problems) > 1 else "") if self.problems else None)
         complete = problem is None
@@ -277,14 +377,13 @@ class Crawl:
         if not complete:
             for url, k in self.known.items():
                 pages.setdefault(url, k)
-        totals = {"requests": self.fetcher.totals.requests, "bytes": self.fetcher.totals.bytes,
-                  "pages": self.listed}
-        return RemoteListing(self.files, complete, problem, state=dump_state(pages, totals), keep_state_now=True)
+        return RemoteListing(self.files, complete, problem, state=dump_state(pages), keep_state_now=True)
 
     def _visit(self, item: Item) -> None:
         url, known = item.url, self.known.get(item.url)
         if (known is not None and known.signal and item.lastmod and known.lastmod
                 and _not_newer(item.lastmod, known.lastmod)):
+            self._count()
             self._unchanged(url, item, known, UNCHANGED_LASTMOD)
             return
         headers: dict[str, str] = {}
@@ -296,19 +395,19 @@ class Crawl:
         try:
             resp = self.fetcher.get(url, headers)
         except (Refused, Unreachable) as exc:
-            self.listed += 1
+            self._count()
             self._fail(url, str(exc))
             return
         if resp.url != url:  # redirected: the page is where it landed
             if resp.url in self.seen:
                 return  # reached twice: one document
-            self.seen.add(resp.url)
+            self._see(resp.url)
             refused = self._refusal(resp.url)
             if refused is not None:
                 self._ignore(url, f"{refused} (where the URL redirects)")
                 return
             url, known = resp.url, self.known.get(resp.url) or known
-        self.listed += 1
+        self._count()
         if resp.status == 304 and known is not None and known.signal:
             self._unchanged(url, item, known, UNCHANGED_304)
             return
@@ -326,9 +425,9 @@ class Crawl:
         self._read(url, item, resp)
 
     def _unchanged(self, url: str, item: Item, known: Known, why: str) -> None:
-        self.pages[url] = Known(known.etag, known.modified, item.lastmod or known.lastmod, known.signal,
-                                known.size, known.key, known.links)
-        self.files.append(RemoteFile(key=known.key, source_path=url, size=known.size, etag=known.signal, hint=why))
+        self._page(url, Known(known.etag, known.modified, item.lastmod or known.lastmod, known.signal,
+                              known.size, known.key, known.links))
+        self._file(RemoteFile(key=known.key, source_path=url, size=known.size, etag=known.signal, hint=why))
         for link in known.links:
             self.enqueue(link, item.depth + 1)
 
@@ -339,6 +438,7 @@ class Crawl:
             suffix = DOCUMENT_KINDS.get(kind or "") or TEXT_TYPES[ctype]
             signal = "bytes:" + hashlib.sha256(resp.body).hexdigest()
             self._listed(url, item, resp, page_key(url, suffix), signal, len(resp.body), [])
+            remember(url, signal, resp.body)
             return
         if kind != "html" and not (kind is None and ctype in ("text/html", "application/xhtml+xml")):
             self._ignore(url, f"Ignored: not a page or document the base reads ({ctype or 'no content type'}).")
@@ -351,27 +451,26 @@ class Crawl:
         if page.canonical:
             target = canonical(page.canonical, url)
             if target and target != url and self._refusal(target) is None:
-                if target in self.pages or any(i.url == target for i in self.frontier):
+                if target in self.pages or target in self.queued:
                     return  # the canonical page is listed under its own address: one document
-                self.seen.add(target)
+                self._see(target)
                 url = target
         if not page.text.strip():
             self._ignore(url, NO_TEXT)
             return
         data = page.text.encode()
         kept = [u for u in links if self.scope.allows(u)][:MAX_OUTLINKS]
-        self._listed(url, item, resp, page_key(url, ".md"), text_signal(page.text), len(data), kept)
-        remember(url, text_signal(page.text), data)
+        signal = text_signal(page.text)
+        self._listed(url, item, resp, page_key(url, ".md"), signal, len(data), kept)
+        remember(url, signal, data)
 
     def _listed(self, url: str, item: Item, resp: Response, key: str, signal: str, size: int,
                 links: list[str]) -> None:
         known = self.known.get(url)
         hint = UNCHANGED_TEXT if known is not None and known.signal == signal else None
-        self.pages[url] = Known(resp.headers.get("etag"), resp.headers.get("last-modified"),
-                                item.lastmod or (known.lastmod if known else None), signal, size, key, links)
-        self.files.append(RemoteFile(key=key, source_path=url, size=size, etag=signal, hint=hint))
-        if signal.startswith("bytes:"):
-            remember(url, signal, resp.body)
+        self._page(url, Known(resp.headers.get("etag"), resp.headers.get("last-modified"),
+                              item.lastmod or (known.lastmod if known else None), signal, size, key, links))
+        self._file(RemoteFile(key=key, source_path=url, size=size, etag=signal, hint=hint))
 
 
 def _not_newer(lastmod: str, kept: str) -> bool:
