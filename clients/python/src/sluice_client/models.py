@@ -760,6 +760,8 @@ class SyncRunOut(SluiceModel):
     listing_complete: bool | None = Field(description='Whether the listing was whole; a run removes nothing otherwise.')
     counts: RunCountsOut
     error: str | None = Field(description='Why the run failed, when it did.')
+    requests_made: int | None = Field(default=None, description="Requests the run made to the remote side (the web connector's crawl and fetches); null where not counted.")
+    bytes_downloaded: int | None = Field(default=None, description='Body bytes the run received from the remote side, as sent (a 304 adds none); null where not counted.')
     started_by: str
     created_at: datetime | None
     started_at: datetime | None
