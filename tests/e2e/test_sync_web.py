@@ -59,3 +59,22 @@ def test_a_web_source_crawls_once_and_a_second_run_fetches_and_embeds_nothing(wo
     assert {h.status for h in pages} == {304}
     assert (w.fetched.get("web", 0), w.embed_calls(), len(w.documents(kb))) == (fetched, embedded, 3)
     assert second["bytes_downloaded"] < first["bytes_downloaded"]
+
+
+def test_sluice_sync_run_follows_a_web_source_and_prints_every_page(world: World, site: Site, capsys):  # noqa: F811
+    from sluice.cli import main
+
+    w = world
+    kb = w.base("harbour cli")
+    source = w.source(kb, "web", {"seed_urls": [site.url("/")], "scope": "host", "sitemap": "off", "rate_limit": 600},
+                      None)
+    token = w.api.headers["Authorization"].removeprefix("Bearer ")
+    code = main(["sync", "run", source["id"], "--api", w.runtime.api_url, "--token", token, "--poll", "0.2"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = out.splitlines()
+    assert any(line.startswith("new") and site.url("/mooring") in line for line in lines)
+    assert any(line.startswith("ignored") and site.url("/internal/pay") in line and "robots.txt" in line
+               for line in lines)
+    assert "succeeded: listed 4, new 3, updated 0, unchanged 0, ignored 1, failed 0, removed 0" in lines[-2]
+    assert lines[-1] == f"requests {len(site.log)}, bytes downloaded " + lines[-1].rsplit(" ", 1)[1]
