@@ -322,3 +322,15 @@ def test_fetch_writes_the_pages_text_as_markdown(site: Site, tmp_path):
     path = fresh.fetch(listing.files[0], tmp_path, 10_000)
     assert path.name == "127.0.0.1.md"
     assert path.read_text() == "# Home\n\n## Part\n\n- one\n- two\n"
+
+
+def test_the_fetch_steps_share_the_sources_rate_as_the_state_machine_runs_them():
+    import json
+    from pathlib import Path
+
+    from sluice.sync.connectors.web import BATCHES_AT_ONCE
+
+    asl = json.loads((Path(__file__).resolve().parents[3] / "infra" / "statemachines" / "sync.asl.json").read_text())
+    assert asl["States"]["Files"]["MaxConcurrency"] == BATCHES_AT_ONCE
+    assert asl["States"]["MoreToList"]["Choices"][0] == {"Variable": "$.listing.more", "BooleanEquals": True,
+                                                         "Next": "List"}

@@ -39,6 +39,9 @@ from sluice.sync.outbound import sync_policy, url_problem_for_source
 __all__ = ["WebConfig", "WebConnector"]
 
 MAX_PATTERNS = 25
+# The sync state machine's Map runs this many batches at once (infra/statemachines/sync.asl.json,
+# MaxConcurrency): each batch's fetches take that share of the source's rate, so together they hold it.
+BATCHES_AT_ONCE = 4
 
 
 class WebConfig(BaseModel):
@@ -167,6 +170,8 @@ class WebConnector(Connector):
     def _fetch(self, file: RemoteFile, target: Path, max_bytes: int) -> None:
         data = recall(file.source_path, file.etag)
         if data is None:
+            rate = min(self.config.rate_limit, self.settings.web_max_rate_per_minute)
+            self.fetcher.interval = max(self.fetcher.interval, 60.0 * BATCHES_AT_ONCE / rate)
             try:
                 resp = self.fetcher.get(file.source_path, max_bytes=max_bytes)
             except (Refused, Unreachable) as exc:
