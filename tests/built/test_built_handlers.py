@@ -53,9 +53,10 @@ def test_the_built_sync_function_imports_every_connector_and_its_client(invoke_b
 
     modules = [cls.__module__ for cls in CONNECTORS.values()]
     clients = ["azure.storage.blob", "azure.core", "google.cloud.storage", "google.oauth2.service_account",
-               "dulwich.objects", "dulwich.object_store", "sluice.sync.connectors.gitwire"]
+               "dulwich.objects", "dulwich.object_store", "sluice.sync.connectors.gitwire",
+               "protego", "lxml.html", "lxml.etree", "re2", "sluice.sync.connectors.web.crawl"]
     loaded = invoke_built("SyncTaskFunction", None, imports=modules + clients)
-    assert {"azure", "google", "dulwich"} <= set(loaded["modules"])
+    assert {"azure", "google", "dulwich", "protego", "lxml", "re2"} <= set(loaded["modules"])
 
 
 def sample(name: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -30,11 +30,12 @@ from sluice.sync.connectors.base import (
     RemoteListing,
     SourceRefused,
 )
-from sluice.sync.connectors.web.crawl import Crawl, load_state, recall
-from sluice.sync.connectors.web.extract import parse
-from sluice.sync.connectors.web.fetcher import Fetcher, Refused, Unreachable
 from sluice.sync.connectors.web.urls import PatternError, Patterns, ScopeRule, canonical, compile_pattern
 from sluice.sync.outbound import sync_policy, url_problem_for_source
+
+if TYPE_CHECKING:  # the crawl's libraries (protego, lxml) are the sync function's alone (ConnectorsLayer)
+    from sluice.sync.connectors.web.crawl import Crawl
+    from sluice.sync.connectors.web.fetcher import Fetcher
 
 __all__ = ["WebConfig", "WebConnector"]
 
@@ -115,6 +116,8 @@ class WebConnector(Connector):
         self.settings = settings
         self.state = dict(state)
         self.resolve = resolve
+        from sluice.sync.connectors.web.fetcher import Fetcher
+
         self.fetcher = fetcher or Fetcher(
             sync_policy(settings), user_agent=settings.web_user_agent, max_bytes=settings.max_upload_bytes,
             rate_per_minute=min(config.rate_limit, settings.web_max_rate_per_minute), resolve=resolve)
@@ -148,6 +151,8 @@ class WebConnector(Connector):
         return cls(config, settings, state)
 
     def crawl(self, limit: int | None = None) -> Crawl:
+        from sluice.sync.connectors.web.crawl import Crawl, load_state
+
         c = self.config
         return Crawl(seeds=c.seed_urls, scope=ScopeRule(c.scope, tuple(c.seed_urls)),
                      patterns=Patterns.of(c.include, c.exclude), sitemap=c.sitemap,
@@ -168,6 +173,10 @@ class WebConnector(Connector):
         return self.fetcher.totals.requests, self.fetcher.totals.bytes
 
     def _fetch(self, file: RemoteFile, target: Path, max_bytes: int) -> None:
+        from sluice.sync.connectors.web.crawl import recall
+        from sluice.sync.connectors.web.extract import parse
+        from sluice.sync.connectors.web.fetcher import Refused, Unreachable
+
         data = recall(file.source_path, file.etag)
         if data is None:
             rate = min(self.config.rate_limit, self.settings.web_max_rate_per_minute)
