@@ -334,3 +334,18 @@ def test_the_fetch_steps_share_the_sources_rate_as_the_state_machine_runs_them()
     assert asl["States"]["Files"]["MaxConcurrency"] == BATCHES_AT_ONCE
     assert asl["States"]["MoreToList"]["Choices"][0] == {"Variable": "$.listing.more", "BooleanEquals": True,
                                                          "Next": "List"}
+
+
+def test_a_fetch_step_keeps_its_share_of_the_crawl_delay_the_crawl_read(site: Site, tmp_path):
+    from sluice.sync.connectors.web import BATCHES_AT_ONCE, crawl
+
+    site.page("/robots.txt", "User-agent: *\nCrawl-delay: 0.05\n", content_type="text/plain")
+    site.page("/", html("Home", "<p>x</p>"))
+    listing = connector(site, sitemap="off").list_files()
+    assert listing.state["delays"] == {"127.0.0.1": 0.05}
+    fetching = connector(site, sitemap="off", state=listing.state)
+    crawl._RECENT.clear()
+    crawl._held[0] = 0
+    fetching.fetch(next(f for f in listing.files if not f.note), tmp_path, 10_000)
+    assert fetching.fetcher.delays["127.0.0.1"] == 0.05 * BATCHES_AT_ONCE
+    assert "/robots.txt" not in site.paths(len(site.log) - 1)

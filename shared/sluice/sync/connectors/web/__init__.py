@@ -179,8 +179,7 @@ class WebConnector(Connector):
 
         data = recall(file.source_path, file.etag)
         if data is None:
-            rate = min(self.config.rate_limit, self.settings.web_max_rate_per_minute)
-            self.fetcher.interval = max(self.fetcher.interval, 60.0 * BATCHES_AT_ONCE / rate)
+            self._share_the_rate()
             try:
                 resp = self.fetcher.get(file.source_path, max_bytes=max_bytes)
             except (Refused, Unreachable) as exc:
@@ -191,6 +190,17 @@ class WebConnector(Connector):
             if file.key.endswith(".md") and not resp.too_large and not data.lstrip().startswith(b"%PDF"):
                 data = parse(data, file.source_path).text.encode()
         target.write_bytes(data[: max_bytes + 1])
+
+    def _share_the_rate(self) -> None:
+        """A fetch step's pace: its share of the source's rate, and of each host's Crawl-delay as the
+        crawl read it (kept in the state), since the Map fetches BATCHES_AT_ONCE batches at once."""
+        rate = min(self.config.rate_limit, self.settings.web_max_rate_per_minute)
+        self.fetcher.interval = max(self.fetcher.interval, 60.0 * BATCHES_AT_ONCE / rate)
+        delays = self.state.get("delays")
+        if isinstance(delays, dict):
+            for host, seconds in delays.items():
+                if isinstance(seconds, int | float) and host not in self.fetcher.delays:
+                    self.fetcher.delays[str(host)] = min(float(seconds), 60.0) * BATCHES_AT_ONCE
 
     def describe_failure(self, exc: BaseException) -> str:
         if isinstance(exc, SourceRefused):

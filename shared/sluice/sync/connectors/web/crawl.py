@@ -89,7 +89,7 @@ def load_state(state: dict[str, Any]) -> dict[str, Known]:
     return known
 
 
-def dump_state(pages: dict[str, Known]) -> dict[str, Any]:
+def dump_state(pages: dict[str, Known], delays: dict[str, float] | None = None) -> dict[str, Any]:
     index: dict[str, int] = {}
     urls: list[str] = []
 
@@ -105,7 +105,8 @@ def dump_state(pages: dict[str, Known]) -> dict[str, Any]:
     for url, k in pages.items():
         entries[index[url]] = [k.etag, k.modified, k.lastmod, k.signal, k.size, k.key, [at(u) for u in k.links]]
     entries.extend([None] * (len(urls) - len(entries)))
-    return {"v": STATE_VERSION, "urls": urls, "pages": entries}
+    # each host's robots.txt Crawl-delay: the fetch steps, which read no robots.txt, keep to it too
+    return {"v": STATE_VERSION, "urls": urls, "pages": entries, "delays": dict(delays or {})}
 
 
 def text_signal(text: str) -> str:
@@ -377,7 +378,8 @@ class Crawl:
         if not complete:
             for url, k in self.known.items():
                 pages.setdefault(url, k)
-        return RemoteListing(self.files, complete, problem, state=dump_state(pages), keep_state_now=True)
+        return RemoteListing(self.files, complete, problem, state=dump_state(pages, self.fetcher.delays),
+                             keep_state_now=True)
 
     def _visit(self, item: Item) -> None:
         url, known = item.url, self.known.get(item.url)
