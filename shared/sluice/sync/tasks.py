@@ -460,6 +460,7 @@ def record_failure(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -
     with ctx.uow() as conn:
         runs.settle_pending(conn, run_id, gone=GONE, unknown_failure=UNKNOWN_FAILURE)
         runs.fail_undecided(conn, run_id, UNDECIDED)
+        journal.clear(conn, run_id)  # a listing left part-way is not gone on with
         runs.update(conn, run_id, only_active=True, status="failed", finished_at=datetime.now(UTC),
                     error=f"The run stopped at its {step} step ({name}); nothing was removed. The next run starts "
                           "over.", **_totals(runs.progress(conn, run_id)))
