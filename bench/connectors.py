@@ -1,5 +1,7 @@
 """The azure_blob, gcs and git connectors against real servers (R-SYNC-7): an unchanged re-sync of 1,000
 files on each, a 1-file change in a 1,000-file git repository, and the sync function's unzipped size.
+sharepoint has no local server: its rows are against the Graph double (tests/graph_double.py), which
+counts requests and downloads as the real service would be asked them, not how fast the service is.
 
     .venv/bin/python bench/connectors.py                 # 1,000 files per store, ~10 minutes on 2 cores
     .venv/bin/python bench/connectors.py --files 100 --skip-size
@@ -91,7 +93,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--skip-size", action="store_true", help="do not measure the layers (needs PyPI)")
-    parser.add_argument("--stores", default="azure_blob,gcs,git")
+    parser.add_argument("--stores", default="azure_blob,gcs,git,sharepoint")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     os.environ["SYNC_ALLOWED_HOSTS"] = "127.0.0.0/8"
@@ -172,7 +174,7 @@ def main() -> int:
 
             for store in args.stores.split(","):
                 current[0] = store
-                git = None
+                git = graph = None
                 if store == "azure_blob":
                     az = Azurite()
                     cleanups.append(az.close)
@@ -191,6 +193,16 @@ def main() -> int:
                     src = source(store, {"bucket": "bench", "endpoint": gcs.endpoint}, "gcp_service_account",
                                  service_account_key(tok.url))
                     label = "gcp-storage-emulator"
+                elif store == "sharepoint":
+                    from tests.graph_double import SITE_HOST, SITE_PATH, GraphDouble
+
+                    graph = GraphDouble()
+                    cleanups.append(graph.close)
+                    for i in range(args.files):
+                        graph.put(f"pages/{i:05d}.md", doc(i))
+                    src = source(store, {"site_url": f"https://{SITE_HOST}/{SITE_PATH}", "folder": "pages"},
+                                 "microsoft_app", graph.secret())
+                    label = "Graph double (sharepoint)"
                 else:
                     git = git_server(Path(tmp) / "git")
                     cleanups.append(git.close)
@@ -201,7 +213,7 @@ def main() -> int:
                 before = c.snapshot()
                 first, t1 = run(src)
                 c1 = tuple(a - b for a, b in zip(c.snapshot(), before, strict=True))
-                log_at = len(git.log) if git else 0
+                log_at = len(git.log) if git else len(graph.log) if graph else 0
                 before = c.snapshot()
                 second, t2 = run(src)
                 c2 = tuple(a - b for a, b in zip(c.snapshot(), before, strict=True))
@@ -214,6 +226,19 @@ def main() -> int:
                     [f"{label}: unchanged re-sync downloads / bytes / embedding calls",
                      f"{c2[0]} / {c2[1]} / {c2[2]}", f"listed {second['counts']['listed']}", "target 0 / 0 / 0"],
                 ]
+                if graph is not None:
+                    asked = [r.path.rsplit("/", 1)[-1] for r in graph.log[log_at:]]
+                    rows.append([f"{label}: unchanged re-sync, requests to the double", len(asked),
+                                 " + ".join(asked), "a token and one delta request"])
+                    graph.put(f"pages/{args.files // 2:05d}.md", doc(args.files // 2, 2))
+                    log_at, before = len(graph.log), c.snapshot()
+                    third, t3 = run(src)
+                    c3 = tuple(a - b for a, b in zip(c.snapshot(), before, strict=True))
+                    rows.append([f"{label}: 1-file change in {args.files:,} files: downloads / bytes, s",
+                                 f"{c3[0]} / {c3[1]:,}, {t3:.2f}",
+                                 f"{graph.downloads(log_at)} download(s) on the double, "
+                                 f"{len(graph.requests(log_at, '/delta'))} delta pages",
+                                 f"{third['counts']['updated']} updated"])
                 if git is not None:
                     rows.append([f"{label}: unchanged re-sync on the wire, bytes (requests)",
                                  f"{wire:,} ({len(git.requests_since(log_at))})", "one ls-refs", "-"])

@@ -11,7 +11,8 @@ metadata, no database, no endpoint of the deployment's own network the operator 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import NoReturn
 
 import httpx
 
@@ -26,9 +27,10 @@ from sluice.outbound import (
     resolve_host,
     url_problem,
 )
+from sluice.retry import Failure, RetryPolicy, Try, call, parse_retry_after
 
-__all__ = ["EndpointNotAllowed", "NOT_DOCUMENTED_HOST", "SENTENCES", "guarded_client", "saas_url_problem",
-           "sync_policy", "url_problem_for_source"]
+__all__ = ["Busy", "EndpointNotAllowed", "NOT_DOCUMENTED_HOST", "SENTENCES", "guarded_client", "retry_failure",
+           "saas_url_problem", "send_retried", "sync_policy", "url_problem_for_source"]
 
 SENTENCES = Sentences(
     not_http="Must be an http(s) URL such as https://docs.example.com/.",
@@ -96,3 +98,41 @@ def guarded_client(policy: OutboundPolicy, *, timeout: httpx.Timeout, max_redire
     headers = {"User-Agent": user_agent} if user_agent else None
     return guarded_http_client(policy, timeout=timeout, resolve=resolve, max_redirects=max_redirects,
                                headers=headers)
+
+
+# --- throttling and a server's bad moment: one rule for every connector -------------------------------
+
+
+class Busy(Exception):
+    """A 429 or 5xx (or what a service documents as throttling, with its ``reason``): tried again after
+    the server's Retry-After or the policy's back-off."""
+
+    def __init__(self, status: int, retry_after: float | None, reason: str | None = None) -> None:
+        super().__init__(f"HTTP {status}" + (f" {reason}" if reason else ""))
+        self.status, self.retry_after, self.reason = status, retry_after, reason
+
+
+def busy_unless_answered(resp: httpx.Response) -> httpx.Response:
+    """``resp``, unless it is a 429 or a 5xx: then it is closed and :class:`Busy` raised."""
+    if resp.status_code == 429 or resp.status_code >= 500:
+        resp.close()
+        raise Busy(resp.status_code, parse_retry_after(resp.headers))
+    return resp
+
+
+def retry_failure(exc: Exception, _: Try | None = None) -> Failure | None:
+    """``sluice.retry``'s classification of a connector's request: Busy and a transport failure are
+    tried again; anything else (a refusal, a malformed URL) goes through as it is."""
+    if isinstance(exc, Busy):
+        return Failure(f"HTTP{exc.status}", True, str(exc), exc, exc.retry_after)
+    if isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.UnsupportedProtocol):
+        return Failure(type(exc).__name__, True, type(exc).__name__, exc)
+    return None
+
+
+def send_retried(policy: RetryPolicy, send: Callable[[], httpx.Response],
+                 give_up: Callable[[Failure, int, str], NoReturn], *,
+                 on_retry: Callable[[Failure, int, float], None] | None = None) -> httpx.Response:
+    """``send()`` (a streamed request) until its answer is neither a 429 nor a 5xx, through ``sluice.retry``;
+    ``give_up(failure, attempts, detail)`` when the policy's tries or time run out."""
+    return call(policy, lambda _: busy_unless_answered(send()), retry_failure, give_up, on_retry=on_retry)

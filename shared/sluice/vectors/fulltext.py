@@ -11,16 +11,23 @@ chunk a candidate (found through the GIN index). Each candidate is scored by BM2
     sum over the query's lexemes  idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))
     idf = ln(1 + (N - n + 0.5) / (n + 0.5))
 
-``N`` the collection's chunks, ``n`` the chunks holding the lexeme, ``tf`` the lexeme's occurrences in
-the chunk, ``len`` the chunk's lexeme count (``length(content_tsv)``: distinct lexemes, which
-Postgres keeps in the tsvector's header) and ``avg_len`` the collection's average of it. The IDF is
+``N`` the chunks of the caller's scope, ``n`` those holding the lexeme, ``tf`` the lexeme's occurrences
+in the chunk, ``len`` the chunk's lexeme count (``length(content_tsv)``: distinct lexemes, which
+Postgres keeps in the tsvector's header) and ``avg_len`` the scope's average of it. The IDF is
 Robertson-Sparck Jones' with Lucene's ``1 +`` inside the logarithm, so a lexeme in every chunk
-weighs a little, never less than nothing. ``N``, ``n`` and the lengths come from the statistics the
-collection table's triggers keep exact in the writing transaction (migration 0014); ``tf`` is
-``ts_rank_cd`` with every weight 1 and a one-lexeme query, which is exactly the count of the
-lexeme's positions (at most 255, Postgres' own cap).
+weighs a little, never less than nothing. ``tf`` is ``ts_rank_cd`` with every weight 1 and a
+one-lexeme query, which is exactly the count of the lexeme's positions (at most 255, Postgres' own
+cap).
 
-A lexeme in more than ``COMMON_LEXEME_ROWS`` chunks is left out of the scoring (not of the strong
+The statistics are the caller's scope's (R-SRCH-9, ``scope_statistics``), never the table's: a
+collection table holds the chunks of every base naming the collection, of other owners and tenants,
+and of a shared pool's documents shared with others, and statistics of content the caller cannot
+read would let a score tell of it (how many chunks hold a word) and let another base's writer move
+it. Per base, the collection table's triggers keep ``N``, the lengths' sum and each lexeme's ``n``
+exact in the writing transaction (migrations 0014, 0022), and a search sums its bases' rows; a
+shared pool's reader is counted from the documents shared with them as the search runs.
+
+A lexeme in more than ``COMMON_LEXEME_ROWS`` chunks of the scope is left out of the scoring (not of the strong
 match): it bounds how many rows one query lexeme makes the lexical side score in a large
 collection. A text made only of such lexemes, of stop words or of symbols has no lexical side, and
 the search is the vector side alone.
@@ -30,8 +37,10 @@ from __future__ import annotations
 
 import math
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg import sql
 
@@ -114,6 +123,10 @@ def table_language(conn: Connection, collection: str) -> str | None:
 # --- the statistics and the query ---------------------------------------------------------------
 
 
+# A WHERE clause over a collection table and its parameters (sluice.vectors.search.scope_clause).
+Documents = tuple[sql.Composable, dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class TextStatistics:
     """What BM25 reads of a collection: its chunks, their average lexeme count, and for each lexeme
@@ -136,7 +149,7 @@ class TextQuery:
     ``lexemes``: every lexeme of the text in the collection's language (stop words are not lexemes);
     ``weights``: the lexemes scored, each with its IDF; ``dropped``: held by more than
     ``COMMON_LEXEME_ROWS`` chunks, or past the ``MAX_QUERY_LEXEMES`` rarest, so not scored;
-    ``avg_len``: the collection's average chunk length.
+    ``avg_len``: the scope's average chunk length.
     """
 
     lexemes: tuple[str, ...] = ()
@@ -184,20 +197,52 @@ class TextQuery:
 NO_TEXT = TextQuery()
 
 
-def text_statistics(conn: Connection, table: str, lexemes: Sequence[str]) -> TextStatistics | None:
-    """The statistics of the collection table ``table`` (a name) for ``lexemes``; None when it keeps none."""
-    row = conn.execute(
-        """SELECT s.chunks, s.lexemes,
-                  (SELECT coalesce(json_object_agg(l.lexeme, l.chunks), '{}'::json) FROM collection_lexemes l
-                    WHERE l.relid = s.relid AND l.lexeme = ANY(%(lx)s::text[])) AS holding
-             FROM collection_text_stats s WHERE s.relid = to_regclass(%(t)s)""",
-        {"t": table, "lx": list(lexemes)},
-    ).fetchone()
-    if row is None:
-        return None
-    chunks = int(row["chunks"])
-    return TextStatistics(chunks, (int(row["lexemes"]) / chunks) if chunks > 0 else 1.0,
-                          {k: int(v) for k, v in (row["holding"] or {}).items()})
+def scope_statistics(conn: Connection, table: str, lexemes: Sequence[str], kb_ids: Sequence[uuid.UUID],
+                     documents: Documents | None = None) -> TextStatistics:
+    """The statistics of the caller's scope in the collection table ``table`` (a name), for ``lexemes``
+    (R-SRCH-9): the sum of the rows the triggers keep for each base of ``kb_ids``, which the caller
+    reaches whole, and, for ``documents`` (a WHERE over the table and its parameters: the documents
+    of a shared pool shared with the caller), a count of those rows as the query runs. Nothing
+    outside the scope is read, so no order or score depends on content the caller cannot open.
+
+    The documents' count reads each of their chunks' lexemes: a shared pool's reader reaches at most
+    ``PRIVATE_DOC_CAP`` documents (R-ACC-5), and bench/search_latency.py measures the cost.
+    """
+    chunks, total, holding = 0, 0, {}
+    if kb_ids:
+        # One index probe per base and lexeme (the primary key), whatever the table holds.
+        row = conn.execute(
+            """SELECT coalesce(sum(s.chunks), 0) AS chunks, coalesce(sum(s.lexemes), 0) AS lexemes,
+                      (SELECT coalesce(json_object_agg(h.lexeme, h.chunks), '{}'::json)
+                         FROM (SELECT l.lexeme, sum(l.chunks) AS chunks
+                                 FROM unnest(%(kbs)s::uuid[]) AS k(kb_id)
+                                CROSS JOIN unnest(%(lx)s::text[]) AS x(lexeme)
+                                 JOIN collection_lexemes l
+                                   ON l.relid = to_regclass(%(t)s) AND l.kb_id = k.kb_id AND l.lexeme = x.lexeme
+                                GROUP BY l.lexeme) AS h) AS holding
+                 FROM collection_text_stats s WHERE s.relid = to_regclass(%(t)s) AND s.kb_id = ANY(%(kbs)s)""",
+            {"t": table, "kbs": list(kb_ids), "lx": list(lexemes)},
+        ).fetchone()
+        if row is not None:
+            chunks, total = int(row["chunks"]), int(row["lexemes"])
+            holding = {k: int(v) for k, v in (row["holding"] or {}).items()}
+    if documents is not None:
+        where, params = documents
+        t = sql.Identifier(table)
+        head = conn.execute(
+            sql.SQL("SELECT count(*) AS chunks, coalesce(sum(length(content_tsv)), 0) AS lexemes FROM {t} WHERE ")
+            .format(t=t) + where, params).fetchone()
+        if head is not None and int(head["chunks"]) > 0:
+            chunks, total = chunks + int(head["chunks"]), total + int(head["lexemes"])
+            # Every lexeme of the scope's chunks, kept when the query has it (a hashed semi-join).
+            counted = conn.execute(
+                sql.SQL("SELECT u.lexeme, count(*) AS chunks FROM (SELECT content_tsv FROM {t} WHERE ").format(t=t)
+                + where + sql.SQL(") AS c, unnest(tsvector_to_array(c.content_tsv)) AS u(lexeme) "
+                                  "WHERE u.lexeme IN (SELECT unnest(%(stats_lexemes)s::text[])) GROUP BY u.lexeme"),
+                {**params, "stats_lexemes": list(lexemes)}).fetchall()
+            for r in counted:
+                holding[r["lexeme"]] = holding.get(r["lexeme"], 0) + int(r["chunks"])
+    return TextStatistics(chunks, (total / chunks) if chunks > 0 else 1.0, holding)
 
 
 def query_lexemes(conn: Connection, language: str, text: str) -> tuple[str, ...]:
@@ -225,13 +270,13 @@ def weigh(lexemes: Sequence[str], stats: TextStatistics | None, common_rows: int
     return TextQuery(tuple(lexemes), weights, stats.avg_len, dropped, rare)
 
 
-def text_query(conn: Connection, collection: str, language: str, text: str,
-               common_rows: int | None = None) -> TextQuery:
-    """The lexical query of ``text`` against the collection's statistics (two short round trips)."""
+def text_query(conn: Connection, collection: str, language: str, text: str, kb_ids: Sequence[uuid.UUID],
+               documents: Documents | None = None, common_rows: int | None = None) -> TextQuery:
+    """The lexical query of ``text`` against the statistics of the caller's scope (``scope_statistics``)."""
     lexemes = query_lexemes(conn, language, text)
     if not lexemes:
         return NO_TEXT
-    return weigh(lexemes, text_statistics(conn, table_name(collection), lexemes), common_rows)
+    return weigh(lexemes, scope_statistics(conn, table_name(collection), lexemes, kb_ids, documents), common_rows)
 
 
 def quoted(lexeme: str) -> str:

@@ -66,6 +66,7 @@ from sluice.vectors.bounds import bounded
 from sluice.vectors.fulltext import (
     DEFAULT_LANGUAGE,
     NO_TEXT,
+    Documents,
     TextQuery,
     language_of_expression,
     quoted,
@@ -266,6 +267,14 @@ def scope_clause(scope: Sequence[BaseScope], flt: ChunkFilter = NO_FILTER) -> tu
         parts.append(sql.SQL("document_date <= %(f_date_to)s"))
         params["f_date_to"] = flt.date_to
     return sql.SQL(" AND ").join(parts), params
+
+
+def statistics_scope(scope: Sequence[BaseScope]) -> tuple[list[uuid.UUID], Documents | None]:
+    """What the lexical statistics of ``scope`` count (R-SRCH-9): the bases reached whole, and the WHERE
+    of the documents a shared pool's reader reaches in the others (None: no such base)."""
+    whole = sorted({b.kb_id for b in scope if b.recipient is None})
+    shared = [b for b in scope if b.recipient is not None and b.kb_id not in whole]
+    return whole, (scope_clause(shared) if shared else None)
 
 
 # --- choosing the plan ------------------------------------------------------------------------
@@ -512,7 +521,7 @@ def _find_candidates(conn: Connection, collection: str, *, vector: Sequence[floa
         # Forced: the longest single walk; the iterative scan asked for no more than the rows wanted.
         plan = Plan(strategy, None, 1.0, MAX_EF_SEARCH, fetch=limit,
                     max_scan_tuples=MAX_SCAN_TUPLES if strategy == "hnsw_iterative" else 0)
-    lexical = text_query(conn, collection, facts.language, text, common_rows)
+    lexical = text_query(conn, collection, facts.language, text, *statistics_scope(scope), common_rows=common_rows)
     params = {**params, "vec": as_vector(vector), "tsq": lexical.tsquery, "every": lexical.every_lexeme,
               "limit": limit, "fetch": max(limit, plan.fetch)}
     _apply_plan(conn, plan, facts.iterative_scan)

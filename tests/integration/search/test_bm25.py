@@ -28,13 +28,13 @@ def row(kb, text: str, doc: uuid.UUID, i: int = 0, vec: list[float] | None = Non
 
 
 def statistics(conn, collection: str) -> tuple[int, int, dict[str, int]]:
-    """(chunks, total lexemes, chunks per lexeme) as the triggers kept them."""
+    """(chunks, total lexemes, chunks per lexeme) as the triggers kept them, summed over the table's bases."""
     rel = {"t": f"rag_{collection}"}
-    head = conn.execute("SELECT chunks, lexemes FROM collection_text_stats WHERE relid = to_regclass(%(t)s)",
-                        rel).fetchone()
-    held = conn.execute("SELECT lexeme, chunks FROM collection_lexemes WHERE relid = to_regclass(%(t)s)",
-                        rel).fetchall()
-    return (head["chunks"], head["lexemes"], {r["lexeme"]: r["chunks"] for r in held}) if head else (0, 0, {})
+    head = conn.execute("SELECT sum(chunks) AS chunks, sum(lexemes) AS lexemes FROM collection_text_stats "
+                        "WHERE relid = to_regclass(%(t)s)", rel).fetchone()
+    held = conn.execute("SELECT lexeme, sum(chunks) AS chunks FROM collection_lexemes "
+                        "WHERE relid = to_regclass(%(t)s) GROUP BY lexeme", rel).fetchall()
+    return (head["chunks"], head["lexemes"], {r["lexeme"]: r["chunks"] for r in held}) if head["chunks"] else (0, 0, {})
 
 
 def expected(texts: list[str]) -> tuple[int, int, dict[str, int]]:

@@ -21,7 +21,7 @@ AXIS = unit([1, 0, 0, 0, 0, 0, 0, 0])
 COMMON = [f"common{m}" for m in range(8)]
 
 
-def _fill(conn, name: str, chunks: int) -> None:
+def _fill(conn, name: str, chunks: int) -> uuid.UUID:
     """``chunks`` chunks, each with a word of its own and every common word."""
     store.ensure_table(conn, name, 8)
     kb = make_base(conn, name)
@@ -31,6 +31,7 @@ def _fill(conn, name: str, chunks: int) -> None:
                        embedding=unit([1, (k % 7) / 10, 0, 0, 0, 0, 0, 0]))
         for k in range(chunks)])
     conn.commit()
+    return kb.id
 
 
 def _long_query(chunks: int) -> str:
@@ -46,8 +47,8 @@ def _longest_allowed(chunks: int) -> str:
 
 
 def test_a_long_query_scores_only_its_rarest_lexemes(conn):
-    _fill(conn, "longq", 300)
-    query = text_query(conn, "longq", "simple", _long_query(300))
+    kb_id = _fill(conn, "longq", 300)
+    query = text_query(conn, "longq", "simple", _long_query(300), [kb_id])
     assert len(query.lexemes) >= 1_200
     scored = [lx for lx, _ in query.weights]
     # the cap, taken from the rarest: words one chunk holds, before the pairs (two) and the common words (all)
@@ -55,7 +56,7 @@ def test_a_long_query_scores_only_its_rarest_lexemes(conn):
     assert all(lx.startswith("only") for lx in scored)
     assert not set(COMMON) & set(scored)
     # a short query keeps every lexeme, common words included
-    short = text_query(conn, "longq", "simple", "only3 pair1 common0")
+    short = text_query(conn, "longq", "simple", "only3 pair1 common0", [kb_id])
     assert sorted(lx for lx, _ in short.weights) == ["common0", "only3", "pair1"]
 
 

@@ -93,7 +93,7 @@ def test_a_query_with_no_lexeme_takes_the_vector_side_alone(conn):
     kb = make_base(conn, collection)
     write(conn, kb, ["alpha", "beta", "gamma"], [unit([1, i, 0, 0, 0, 0, 0, 0]) for i in range(3)])
 
-    assert text_query(conn, collection, "english", "the of and !!! ??").tsquery is None
+    assert text_query(conn, collection, "english", "the of and !!! ??", [kb.id]).tsquery is None
     outcome = search(conn, viewer(), SearchRequest(query="!!! ???", collections=[collection], top_k=3),
                      embedder_for=embedder_returning(unit([1, 0, 0, 0, 0, 0, 0, 0])))
     assert [c.content for c in outcome.results] == ["alpha", "beta", "gamma"]
@@ -153,13 +153,13 @@ def test_a_lexeme_held_by_too_many_chunks_is_left_out_of_the_scoring(conn, monke
     write(conn, kb, texts, [unit([1, i % 7, 0, 0, 0, 0, 0, 0]) for i in range(2000)])
 
     def kept(text: str) -> tuple[str, ...]:
-        return tuple(lx for lx, _ in text_query(conn, collection, "simple", text).weights)
+        return tuple(lx for lx, _ in text_query(conn, collection, "simple", text, [kb.id]).weights)
 
     # THEN up to COMMON_LEXEME_ROWS chunks a lexeme is scored (BM25's IDF discounts a common one) ...
     assert kept("harbour lantern quay zx81") == ("harbour", "lantern", "quay", "zx81")
     # ... and past it, it is left out: no lexeme may make the lexical side score more than
     # COMMON_LEXEME_ROWS chunks (here lowered to 50, as if the table were 100x larger)
     monkeypatch.setattr("sluice.vectors.fulltext.COMMON_LEXEME_ROWS", 50)
-    query = text_query(conn, collection, "simple", "harbour lantern quay zx81")
+    query = text_query(conn, collection, "simple", "harbour lantern quay zx81", [kb.id])
     assert kept("harbour lantern quay zx81") == ("quay", "zx81")
     assert query.dropped == ("harbour", "lantern")

@@ -25,20 +25,27 @@ from sluice.sync.connectors.base import (
     RemoteListing,
     SourceRefused,
 )
+from sluice.sync.connectors.confluence import ConfluenceConnector
 from sluice.sync.connectors.gcs import GcsConnector
+from sluice.sync.connectors.gdrive import GdriveConnector
 from sluice.sync.connectors.git import GitConnector
 from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config, S3Connector, default_client
+from sluice.sync.connectors.sharepoint import SharePointConnector
 from sluice.sync.connectors.web import WebConnector
 
 log = logging.getLogger("sluice.sync")
 
 CONNECTORS: dict[str, type[Connector]] = {
-    cls.CONNECTOR_TYPE: cls for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector, WebConnector)}
+    cls.CONNECTOR_TYPE: cls
+    for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector, GdriveConnector, ConfluenceConnector,
+                SharePointConnector, WebConnector)}
 
 __all__ = [
     "CONNECTORS",
     "AzureBlobConnector",
+    "ConfluenceConnector",
     "GcsConnector",
+    "GdriveConnector",
     "GitConnector",
     "CREDENTIAL_SENTENCE",
     "ConfigRefusal",
@@ -51,6 +58,7 @@ __all__ = [
     "S3Config",
     "S3Connector",
     "SecretValues",
+    "SharePointConnector",
     "SourceRefused",
     "WebConnector",
     "external_id",

@@ -27,7 +27,8 @@ from typing import BinaryIO, NoReturn
 
 import httpx
 
-from sluice.retry import Failure, RetryPolicy, Try, call, parse_retry_after
+from sluice.retry import Failure, RetryPolicy
+from sluice.sync.outbound import send_retried
 
 FLUSH, DELIM = b"0000", b"0001"
 # A tree listing's pack (commit and trees, no blobs): past this the repository is not a documentation
@@ -98,14 +99,6 @@ class _Pkts:
         return payload
 
 
-class _Busy(Exception):
-    """A 429 or 5xx: tried again after the server's Retry-After or the policy's back-off."""
-
-    def __init__(self, status: int, retry_after: float | None) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status, self.retry_after = status, retry_after
-
-
 # Throttling and a server's bad moment, through the one retry loop (sluice.retry); a run's request
 # gives up within a minute, well inside the sync function's time.
 POLICY = RetryPolicy(max_attempts=4, base_delay=1.0, max_delay=15.0, total_seconds=60.0)
@@ -124,29 +117,19 @@ class GitRemote:
 
     def _send(self, kind: str, request: httpx.Request) -> httpx.Response:
         """``request`` sent (its body streamed) until it is answered 200, or refused in words."""
-        def send(_: Try) -> httpx.Response:
+        def send() -> httpx.Response:
             self.transfer.requests += 1
             self.transfer.kinds.append(kind)
-            resp = self._client.send(request, auth=self._auth, stream=True) if self._auth else \
+            return self._client.send(request, auth=self._auth, stream=True) if self._auth else \
                 self._client.send(request, stream=True)
-            if resp.status_code == 429 or resp.status_code >= 500:
-                resp.close()
-                raise _Busy(resp.status_code, parse_retry_after(resp.headers))
-            self._check(resp)
-            return resp
-
-        def classify(exc: Exception, _: Try) -> Failure | None:
-            if isinstance(exc, _Busy):
-                return Failure(f"HTTP{exc.status}", True, str(exc), exc, exc.retry_after)
-            if isinstance(exc, httpx.TransportError):
-                return Failure(type(exc).__name__, True, type(exc).__name__, exc)
-            return None
 
         def give_up(failure: Failure, attempts: int, detail: str) -> NoReturn:
             raise GitProtocolError(f"the server kept failing ({detail}; {attempts} tries)",
                                    str(failure.kind)) from failure.cause
 
-        return call(self._policy, send, classify, give_up)
+        resp = send_retried(self._policy, send, give_up)
+        self._check(resp)
+        return resp
 
     def _post(self, kind: str, body: bytes) -> httpx.Response:
         return self._send(kind, self._client.build_request(
