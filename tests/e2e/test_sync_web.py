@@ -32,7 +32,16 @@ def site() -> Iterator[Site]:
 
 def test_a_web_source_crawls_once_and_a_second_run_fetches_and_embeds_nothing(world: World, site: Site):  # noqa: F811
     w = world
+    listed = {c["connector"]: c for c in w.api.get("/rag/sync/connectors").json()["connectors"]}
+    assert listed["web"]["secret_kind"] is None
+    assert {"seed_urls", "scope", "include", "exclude", "sitemap", "max_pages", "max_depth", "rate_limit",
+            "follow_documents"} == set(listed["web"]["config_schema"]["properties"])
     kb = w.base("harbour web")
+    refused = w.api.post(f"/kb/{kb['id']}/sync-sources", json={
+        "name": "metadata", "connector": "web", "secret_id": None,
+        "config": {"seed_urls": [site.url("/"), "http://169.254.169.254/latest/"]}})
+    assert refused.status_code == 422, refused.text
+    assert "config.seed_urls[1]" in refused.json()["error"]["details"]["fields"]
     config = {"seed_urls": [site.url("/")], "scope": "host", "sitemap": "off", "rate_limit": 600}
     preview = w.api.post(f"/kb/{kb['id']}/sync-sources/preview", json={
         "name": "harbour", "connector": "web", "config": config, "secret_id": None})
