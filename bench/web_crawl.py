@@ -114,29 +114,42 @@ def plain(html: bytes) -> str:
     return read_html(html, SimpleNamespace(max_chars=10_000_000)).text  # type: ignore[arg-type]
 
 
+def trafilatura_text(html: bytes) -> str | None:
+    """trafilatura 2 (Apache-2.0) as a comparison, when --trafilatura-path holds it (never a dependency)."""
+    try:
+        import trafilatura
+    except ImportError:
+        return None
+    out = trafilatura.extract(html, output_format="markdown", include_tables=True, favor_recall=True)
+    return str(out or "")
+
+
 def extraction_rows(pages: int) -> list[list[object]]:
     from sluice.sync.connectors.web.extract import parse
 
     rows: list[list[object]] = []
-    ours_p, ours_r, plain_p, plain_r = [], [], [], []
+    ours_p, ours_r, plain_p, plain_r, tr_p, tr_r = [], [], [], [], [], []
     for i in range(min(pages, 200)):
         html = page(i, pages, stamp="2026-12-04T05:00:00Z").encode()
         title, body = main_text(i)
         report = "Report" if i % 100 == 0 else ""
         truth = words(f"{title} {body} item {i} alpha item {i} beta Berth Depth {i % 97} {i % 11}.5 {report} "
                       f"Rendered 2026-12-04T05:00:00Z")
+        tr = trafilatura_text(html)
         for (p, r), ps, rs in ((pr(words(parse(html, "http://h/").text), truth), ours_p, ours_r),
-                               (pr(words(plain(html)), truth), plain_p, plain_r)):
+                               (pr(words(plain(html)), truth), plain_p, plain_r),
+                               *([(pr(words(tr), truth), tr_p, tr_r)] if tr is not None else [])):
             ps.append(p)
             rs.append(r)
     n = len(ours_p)
+    other = f"; trafilatura {sum(tr_p) / n:.3f} / {sum(tr_r) / n:.3f}" if tr_p else ""
     rows += [[f"extraction on {n} generated pages: precision / recall of main-text words",
               f"{sum(ours_p) / n:.3f} / {sum(ours_r) / n:.3f}",
-              f"plain HTML reader {sum(plain_p) / n:.3f} / {sum(plain_r) / n:.3f}", "-"]]
+              f"plain HTML reader {sum(plain_p) / n:.3f} / {sum(plain_r) / n:.3f}{other}", "-"]]
     if not CORPUS.is_dir():
         rows.append(["extraction on ../shared/corpus/real/html", "skipped: the corpus is absent", "-", "-"])
         return rows
-    kept_ours = kept_plain = total_plain = 0
+    kept_ours = kept_plain = total_plain = kept_tr = 0
     for path in sorted(CORPUS.glob("*.htm*")):
         data = path.read_bytes()
         try:
@@ -147,9 +160,13 @@ def extraction_rows(pages: int) -> list[list[object]]:
         total_plain += sum(reference.values())
         kept_ours += sum((ours & reference).values())
         kept_plain += sum(ours.values())
+        tr = trafilatura_text(data)
+        kept_tr += sum((words(tr) & reference).values()) if tr is not None else 0
+    compared = trafilatura_text(b"<p>x</p>") is not None
+    other = f"; trafilatura keeps {kept_tr / max(1, total_plain):.3f}" if compared else ""
     rows.append([f"real HTML ({len(list(CORPUS.glob('*.htm*')))} files, no known main text): share of the plain "
                  "reader's words the extractor keeps", f"{kept_ours / max(1, total_plain):.3f}",
-                 f"{total_plain:,} words read by the plain reader, {kept_plain:,} by the extractor",
+                 f"{total_plain:,} words read by the plain reader, {kept_plain:,} by the extractor{other}",
                  "lower = boilerplate dropped (or text lost)"])
     return rows
 
@@ -157,9 +174,13 @@ def extraction_rows(pages: int) -> list[list[object]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=500)
+    parser.add_argument("--trafilatura-path", help="a folder holding trafilatura (pip install --target DIR "
+                                                   "trafilatura), compared in the extraction rows")
     parser.add_argument("--plain-pages", type=int, default=100,
                         help="pages of the site without validators (its first crawl is only the set-up)")
     args = parser.parse_args()
+    if args.trafilatura_path:
+        sys.path.append(args.trafilatura_path)
     logging.disable(logging.WARNING)
     os.environ["SYNC_ALLOWED_HOSTS"] = "127.0.0.0/8"
     os.environ["WEB_MAX_RATE_PER_MINUTE"] = "1000000"

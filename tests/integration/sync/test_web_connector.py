@@ -349,3 +349,15 @@ def test_a_fetch_step_keeps_its_share_of_the_crawl_delay_the_crawl_read(site: Si
     fetching.fetch(next(f for f in listing.files if not f.note), tmp_path, 10_000)
     assert fetching.fetcher.delays["127.0.0.1"] == 0.05 * BATCHES_AT_ONCE
     assert "/robots.txt" not in site.paths(len(site.log) - 1)
+
+
+def test_a_layout_table_is_read_once_and_a_lying_charset_is_read_in_the_real_encoding():
+    from sluice.sync.connectors.web.extract import parse
+
+    nested = (b"<html><body><table><tr><td><table><tr><td>inner words</td></tr></table></td>"
+              b"<td><p>side words</p></td></tr></table></body></html>")
+    text = parse(nested, "http://h/").text
+    assert text.count("inner words") == 1 and text.count("side words") == 1  # not once per enclosing cell
+    arabic = "مرحبا بكم في الميناء".encode("cp1256")
+    lying = b'<html><head><meta charset="UTF-8"><title>t</title></head><body><p>' + arabic + b"</p></body></html>"
+    assert "مرحبا بكم في الميناء" in parse(lying, "http://h/").text

@@ -63,11 +63,20 @@ class Page:
 
 def parse(data: bytes, url: str) -> Page:
     """The page at ``url`` (its bytes, whatever their encoding: lxml reads the meta charset)."""
+    from sluice.parsing.text import bom_encoding, decode_text, html_encoding
+
     parser = lxml_html.HTMLParser(remove_comments=True, remove_pis=True, no_network=True, recover=True)
+    # Decoded as an uploaded .html file is (BOM, then a declared charset that decodes, then a confident
+    # guess): a page whose meta charset lies is read in its real encoding, not as U+FFFD.
+    declared = None if bom_encoding(data) else html_encoding(data)
     try:
-        root = lxml_html.document_fromstring(data, parser=parser)
+        root = lxml_html.document_fromstring(decode_text(data, allow_legacy=True, declared=declared,
+                                                         prefer_utf8=True), parser=parser)
     except (etree.ParserError, ValueError):
-        return Page("", "")
+        try:
+            root = lxml_html.document_fromstring(data, parser=parser)
+        except (etree.ParserError, ValueError):
+            return Page("", "")
     base = next((b.get("href") for b in root.iter("base") if b.get("href")), None)
     links = [a.get("href", "").strip() for a in root.iter("a", "area") if a.get("href")]
     canonical = next((link.get("href") for link in root.iter("link")
@@ -160,7 +169,7 @@ def _render(el: Any, out: list[str], depth: int, list_depth: int) -> None:
                 _list(child, out, list_depth, depth)
                 out.append("")
             elif tag == "table":
-                _table(child, out)
+                _table(child, out, depth)
             elif tag == "pre":
                 code = child.text_content().strip("\n")
                 if code.strip():
@@ -196,9 +205,16 @@ def _list(el: Any, out: list[str], list_depth: int, depth: int) -> None:
                 _list(c, out, list_depth + 1, depth + 1)
 
 
-def _table(el: Any, out: list[str]) -> None:
+def _table(el: Any, out: list[str], depth: int = 0) -> None:
+    """A data table as markdown rows; a layout table (one holding tables) as the blocks of its cells."""
+    if any(True for _ in el.iterdescendants("table")):
+        for tr in _rows(el):
+            for cell in tr:
+                if isinstance(cell.tag, str) and cell.tag in ("td", "th") and depth < MAX_DEPTH:
+                    _render(cell, out, depth + 1, 0)
+        return
     rows = []
-    for tr in el.iter("tr"):
+    for tr in _rows(el):
         cells = [_inline(c).replace("|", "\\|") for c in tr if isinstance(c.tag, str) and c.tag in ("td", "th")]
         if any(cells):
             rows.append(cells)
@@ -210,6 +226,11 @@ def _table(el: Any, out: list[str]) -> None:
         if i == 0:
             out.append("|" + " --- |" * width)
     out.append("")
+
+
+def _rows(table: Any) -> list[Any]:
+    """The table's own rows (not those of a table inside one of its cells)."""
+    return [tr for tr in table.iter("tr") if next(tr.iterancestors("table"), None) is table]
 
 
 def _tidy(lines: list[str]) -> str:
