@@ -361,3 +361,36 @@ def test_a_layout_table_is_read_once_and_a_lying_charset_is_read_in_the_real_enc
     arabic = "مرحبا بكم في الميناء".encode("cp1256")
     lying = b'<html><head><meta charset="UTF-8"><title>t</title></head><body><p>' + arabic + b"</p></body></html>"
     assert "مرحبا بكم في الميناء" in parse(lying, "http://h/").text
+
+
+class MemoryJournal:
+    def __init__(self) -> None:
+        self.kept: list[dict] = []
+
+    def entries(self) -> list[dict]:
+        return [dict(e) for e in self.kept]
+
+    def append(self, entries: list[dict]) -> None:
+        import json
+
+        self.kept.extend(json.loads(json.dumps(entries)))  # as the database keeps them
+
+
+def test_a_crawl_in_steps_lists_what_one_crawl_lists_and_names_links_by_number(site: Site):
+    small_site(site)
+    site.page("/robots.txt", "User-agent: *\nDisallow: /about\n", content_type="text/plain")
+    whole = connector(site, scope="host", sitemap="off").list_files()
+    before = len(site.log)
+    journal = MemoryJournal()
+    settings = LOOPBACK.model_copy(update={"web_step_seconds": 0})
+    steps, listing = 0, None
+    while listing is None:
+        steps += 1
+        listing = connector(site, scope="host", sitemap="off", settings=settings).list_step(None, journal)
+    assert steps == 3  # /, /guide/, /guide/install: one page a step
+    assert [(f.source_path, f.etag, f.note) for f in listing.files] == \
+        [(f.source_path, f.etag, f.note) for f in whole.files]
+    assert listing.state == whole.state
+    pages = [e["p"] for e in journal.kept if "p" in e]
+    assert all(isinstance(i, int) for p in pages for row in p.values() for i in row[6])
+    assert sorted(p for p in site.paths(before) if p != "/robots.txt") == ["/", "/guide/", "/guide/install"]

@@ -153,6 +153,9 @@ class Crawl:
         self.until = clock() + seconds
         self.robots: dict[str, protego.Protego | None] = {}
         self.seen: set[str] = set()
+        # each URL's number, in the order the crawl first saw it: the journal names a page's links by it
+        self.ordinal: dict[str, int] = {}
+        self.by_ordinal: list[str] = []
         self.queued: set[str] = set()
         self.frontier: deque[Item] = deque()
         self.files: list[RemoteFile] = []
@@ -167,7 +170,13 @@ class Crawl:
 
     def _see(self, url: str) -> None:
         self.seen.add(url)
+        self._number(url)
         self._d["s"].append(url)
+
+    def _number(self, url: str) -> None:
+        if url not in self.ordinal:
+            self.ordinal[url] = len(self.by_ordinal)
+            self.by_ordinal.append(url)
 
     def _queue(self, item: Item) -> None:
         self.frontier.append(item)
@@ -180,7 +189,7 @@ class Crawl:
 
     def _page(self, url: str, k: Known) -> None:
         self.pages[url] = k
-        self._d["p"][url] = _known_row(k)
+        self._d["p"][url] = k  # written at the flush, its links by number (all seen by then)
 
     def _count(self) -> None:
         self.listed += 1
@@ -198,14 +207,19 @@ class Crawl:
     def _flush(self, journal: ListingJournal | None) -> None:
         d, self._d = self._d, _diff()
         if journal is not None:
+            for url in d["p"]:
+                k = d["p"][url]
+                d["p"][url] = [*_known_row(k)[:6], [self.ordinal[u] for u in k.links if u in self.ordinal]]
             journal.append([{k: v for k, v in d.items() if v}])
 
     def _replay(self, d: dict[str, Any]) -> None:
+        for url in d.get("s", []):  # first, in the order they were seen: the numbers links are named by
+            self.seen.add(url)
+            self._number(url)
         for url, depth, lastmod in d.get("q", []):
             self.frontier.append(Item(url, depth, lastmod))
             self.queued.add(url)
             self.seen.add(url)
-        self.seen.update(d.get("s", []))
         if d.get("v"):
             item = self.frontier.popleft()
             assert item.url == d["v"], "the journal's visits follow its queue"
@@ -215,7 +229,9 @@ class Crawl:
             self.files.append(f)
             self.ignored_reported += 1 if f.note else 0
         for url, row in d.get("p", {}).items():
-            self.pages[url] = Known(*row)
+            etag, modified, lastmod, signal, size, key, links = row
+            self.pages[url] = Known(etag, modified, lastmod, signal, int(size), str(key),
+                                    [self.by_ordinal[i] for i in links])
         self.listed += int(d.get("n", 0))
         self.problems.extend(d.get("pr", []))
         self.cut = self.cut or d.get("cut")
