@@ -24,6 +24,7 @@ to the pipeline (each is one parse) and the embedder's calls.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -69,12 +70,14 @@ def page(i: int, pages: int, version: int = 1, stamp: str = "") -> str:
             f"<div id=cookie-banner>{CHROME[2]}</div>"
             f"<main><h1>{title}</h1><p>{body}</p><ul><li>item {i} alpha</li><li>item {i} beta</li></ul>"
             f"<table><tr><th>Berth</th><th>Depth</th></tr><tr><td>{i % 97}</td><td>{i % 11}.5</td></tr></table>"
-            f"{pdf}<p class=stamp>Rendered {stamp}</p></main>"
+            f"{pdf}</main>"
             f"<aside>Related: {CHROME[1]}</aside><form>{CHROME[3]}<input name=csrf value='{stamp}'></form>"
-            f"<footer>{CHROME[4]}</footer></body></html>")
+            f"<footer>{CHROME[4]} Rendered {stamp}</footer></body></html>")
 
 
+@functools.cache
 def pdf_bytes(i: int) -> bytes:
+    """A PDF, made once: a server serves the same bytes again (pymupdf stamps each new file's date)."""
     import pymupdf
 
     doc = pymupdf.open()
@@ -133,8 +136,7 @@ def extraction_rows(pages: int) -> list[list[object]]:
         html = page(i, pages, stamp="2026-12-04T05:00:00Z").encode()
         title, body = main_text(i)
         report = "Report" if i % 100 == 0 else ""
-        truth = words(f"{title} {body} item {i} alpha item {i} beta Berth Depth {i % 97} {i % 11}.5 {report} "
-                      f"Rendered 2026-12-04T05:00:00Z")
+        truth = words(f"{title} {body} item {i} alpha item {i} beta Berth Depth {i % 97} {i % 11}.5 {report}")
         tr = trafilatura_text(html)
         for (p, r), ps, rs in ((pr(words(parse(html, "http://h/").text), truth), ours_p, ours_r),
                                (pr(words(plain(html)), truth), plain_p, plain_r),
@@ -193,7 +195,7 @@ def main() -> int:
     from sluice.local.runtime import LocalRuntime
     from sluice.local.tokens import mint
     from sluice.sync import tasks
-    from tests.web_site import Site
+    from tests.web_site import Site, sitemap
 
     rows: list[list[object]] = extraction_rows(args.pages)
     handed = [0]
@@ -213,23 +215,18 @@ def main() -> int:
             os.environ["SYNC_ALLOWED_HOSTS"] = "127.0.0.0/8"  # the runtime applied the template's
             reset_settings()
             wiring.sync_context.cache_clear()
-            stage = wiring.stage_context()
-            original_embedder = stage.embedder_for
+            # the bundled model's embedder, counted at its class (the stage builds its embedders per event)
+            from sluice.embedding.local import LocalEmbedder
+
             embeds = [0]
+            original_embed = LocalEmbedder.embed_documents
 
-            class Counting:
-                def __init__(self, inner: Any) -> None:
-                    self.inner = inner
+            def counted_embed(self: Any, texts: Any) -> list[list[float]]:
+                with lock:
+                    embeds[0] += 1
+                return original_embed(self, texts)
 
-                def __getattr__(self, name: str) -> Any:
-                    return getattr(self.inner, name)
-
-                def embed_documents(self, texts: list[str]) -> list[list[float]]:
-                    with lock:
-                        embeds[0] += 1
-                    return list(self.inner.embed_documents(texts))
-
-            stage.embedder_for = lambda spec: Counting(original_embedder(spec))
+            LocalEmbedder.embed_documents = counted_embed  # type: ignore[method-assign]
             token = mint(get_settings().dev_jwt_secret, user="bench", org="bench",
                          permissions=["collections:edit", "secrets:view"], app_admin=False)
             api = httpx.Client(base_url=rt.api_url, timeout=300, headers={"Authorization": f"Bearer {token}"})
@@ -270,9 +267,11 @@ def main() -> int:
             first = run(src, site)
             docs = first["state"]["counts"]["new"]
             rows += [
-                [f"first crawl, {args.pages} pages + 5 PDFs, end to end (crawl, parse, chunk, embed): pages/minute",
+                [f"first crawl, {args.pages} pages + {min(5, (args.pages + 99) // 100)} PDFs, end to end (crawl, "
+                 "parse, chunk, embed): pages/minute",
                  round(docs / first["seconds"] * 60), f"{first['seconds']:.1f} s; {describe(first)}",
-                 f"{first['requests']} requests, {first['state']['bytes_downloaded']:,} bytes"],
+                 f"{first['requests']} requests, {first['state']['bytes_downloaded']:,} bytes, "
+                 f"{first['parses']} parses, {first['embeds']} embedding calls"],
             ]
             again = run(src, site)
             rows += [
@@ -291,6 +290,11 @@ def main() -> int:
             seed = page(0, args.pages).replace("<main>", '<main><a href="/p/new">New page</a>')
             site.page("/p/0", seed)
             site.page("/p/new", page(args.pages + 1, args.pages + 2))
+            # the sitemap says so, as a site's generator would: the seed's date moves, the new page is listed
+            site.page("/sitemap.xml", sitemap(
+                [(site.url(f"/p/{i}"), ("2026-12-01" if i == 0 else "2026-11-01") if i % 2 == 0 else None)
+                 for i in range(args.pages - 1)] + [(site.url("/p/new"), "2026-12-01")]),
+                content_type="application/xml")
             delta = run(src, site)
             c = delta["state"]["counts"]
             rows.append(["1 changed, 1 removed, 1 added: updated / removed / new",

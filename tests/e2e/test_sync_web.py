@@ -49,7 +49,9 @@ def test_a_web_source_crawls_once_and_a_second_run_fetches_and_embeds_nothing(wo
     assert preview.json()["sentence"].startswith("This source needs no credential")
     source = w.source(kb, "web", config, None)
 
+    embedded_before = w.embed_calls()
     first = w.run(source)
+    assert w.embed_calls() > embedded_before  # the pipeline embedded the three pages
     assert first["status"] == "succeeded", first
     assert counts(first) == (4, 3, 0, 0, 0, 0), first
     report = w.outcomes(first)
