@@ -45,11 +45,12 @@ from sluice.errors import SluiceError
 from sluice.ingest.families import kb_family_by_name
 from sluice.ingest.retire import delete_row_and_chunks, forget_objects
 from sluice.storage import display_name
-from sluice.sync.connectors import Connector, RemoteFile, SourceRefused
+from sluice.sync.connectors import CONNECTORS, Connector, RemoteFile, SourceRefused
 from sluice.sync.context import SyncContext
 from sluice.sync.handoff import HandOffRefused, hand_off
-from sluice.sync.planning import FileFacts, Skip, decide_after, decide_before
+from sluice.sync.planning import FileFacts, Move, Skip, decide_after, decide_before
 from sluice.sync.remote_names import RemoteNameRefused, remote_name
+from sluice.vectors import store as vector_store
 
 log = logging.getLogger("sluice.sync")
 T = TypeVar("T")
@@ -209,7 +210,8 @@ def _answer(ctx: SyncContext, what: str, ask: Callable[[Connection], T], default
         return default
 
 
-def _gather(ctx: SyncContext, source: SyncSource, kb: KnowledgeBase, files: list[RunFile]) -> dict[int, FileFacts]:
+def _gather(ctx: SyncContext, run: SyncRun, source: SyncSource, kb: KnowledgeBase, files: list[RunFile]
+            ) -> dict[int, FileFacts]:
     paths = [f.source_path for f in files]
     no_claims: dict[str, list[Claim]] = {}
     no_documents: dict[str, list[Document]] = {}
@@ -217,8 +219,16 @@ def _gather(ctx: SyncContext, source: SyncSource, kb: KnowledgeBase, files: list
     at = _answer(ctx, "address", lambda c: claims.by_addresses(c, kb.id, paths), no_documents)
     names = sorted({display_name(f.name) for f in files})
     named = _answer(ctx, "name", lambda c: claims.unaddressed_by_names(c, kb.id, names), no_documents)
+    # A rename, where the signal names the content: asked only for files new at their address, and only
+    # when the listing was whole (an address a cut listing did not reach has not gone anywhere).
+    kind = CONNECTORS.get(source.connector)
+    renamed = [f.etag for f in files if f.etag and kind is not None and kind.content_id(f.etag)
+               and not claimed.get(f.source_path) and not at.get(f.source_path)]
+    moved = no_claims
+    if renamed and run.listing_complete and run.trigger != "retry":
+        moved = _answer(ctx, "renamed", lambda c: claims.left_behind(c, source.id, kb.id, run.id, renamed), no_claims)
     return {f.seq: FileFacts(f, claimed.get(f.source_path, []), at.get(f.source_path, []),
-                             named.get(display_name(f.name), []))
+                             named.get(display_name(f.name), []), moved.get(f.etag or "", []))
             for f in files}
 
 
@@ -256,10 +266,16 @@ def process_batch(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) ->
             decided.append(refused)
         else:
             candidates.append(f)
-    facts = _gather(ctx, source, kb, candidates)
+    facts = _gather(ctx, run, source, kb, candidates)
     for f in candidates:
         decision = decide_before(facts[f.seq], run.sync_mode, forced=forced)
-        if isinstance(decision, Skip):
+        if isinstance(decision, Move):
+            moved = _move(ctx, source, kb, f, decision)
+            if moved is None:
+                fetches.append((f, None))  # taken by another file of the run meanwhile: this one is new
+            else:
+                decided.append(moved)
+        elif isinstance(decision, Skip):
             doc = decision.document
             reason = decision.reason or (f.reason if decision.outcome == "unchanged" else None)
             decided.append(Outcome(f.seq, decision.outcome, reason, doc.id if doc else None))
@@ -274,6 +290,25 @@ def process_batch(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) ->
     if fetches:
         _fetch_all(ctx, run, source, kb, fetches)
     return {"batch": batch, "decided": len(todo), "fetched": len(fetches)}
+
+
+def _move(ctx: SyncContext, source: SyncSource, kb: KnowledgeBase, f: RunFile, move: Move) -> Outcome | None:
+    """Readdress the renamed file's document, its chunks kept; None when it is no longer where the lookup
+    saw it (another file of this run took it), is an archive, or another source still lists it."""
+    old = move.claim.source_path
+    with ctx.uow() as conn:
+        doc_repo.lock_address(conn, kb.id, f.source_path)
+        doc = doc_repo.get(conn, move.claim.document.id, for_update=True)
+        if (doc is None or doc.status != "done" or doc.source_path != old
+                or doc_repo.by_address(conn, kb.id, f.source_path) or claims.claimants(conn, doc.id) != [source.id]
+                or doc_repo.archive_members(conn, kb.id, old)):
+            return None
+        name = display_name(f.name)
+        doc_repo.readdress(conn, doc.id, source_path=f.source_path, filename=name, source_etag=f.etag)
+        vector_store.readdress_document_chunks(conn, kb.collection_name, doc.id, source_path=f.source_path,
+                                               filename=name)
+        claims.claim(conn, source.id, doc.id, f.source_path, f.etag, f.size)
+    return Outcome(f.seq, "unchanged", move.reason(), doc.id)
 
 
 def _fetch_all(ctx: SyncContext, run: SyncRun, source: SyncSource, kb: KnowledgeBase,

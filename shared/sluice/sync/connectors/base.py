@@ -151,6 +151,15 @@ class Connector(ABC):
     CHANGE_SIGNAL: ClassVar[str]
 
     @classmethod
+    def content_id(cls, etag: str | None) -> str | None:
+        """The file's content named by its change signal, where the signal is a content id (git's blob id,
+        Drive's md5Checksum): two files with the same one hold the same bytes, so a file that appears at a
+        new address with the signal of one that left its old address is that file renamed (R-SYNC-3), and
+        its document moves without a fetch. None (the default): the signal is an opaque token (an S3 or
+        Azure ETag, a version number) that two different files may share."""
+        return None
+
+    @classmethod
     def validate_config(cls, config: Mapping[str, Any], settings: SyncContextSettings) -> ConfigRefusal | None:
         """None when ``config`` is acceptable in this deployment, else the refusal and the field it names."""
         refusal = credential_refusal(config)
