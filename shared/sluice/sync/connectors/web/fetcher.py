@@ -23,7 +23,7 @@ import httpx
 from sluice.outbound import OutboundPolicy, Resolver, resolve_host
 from sluice.retry import Failure, RetryPolicy, Try, call, parse_retry_after
 from sluice.sync.connectors.web.urls import canonical, host_of
-from sluice.sync.outbound import EndpointNotAllowed, guarded_client, url_problem_for_source
+from sluice.sync.outbound import Busy, EndpointNotAllowed, guarded_client, url_problem_for_source
 
 MAX_REDIRECTS = 5
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -37,12 +37,6 @@ class Refused(Exception):
 
 class Unreachable(Exception):
     """The request was made and did not succeed (a timeout, a connection error, 5xx after retries)."""
-
-
-class _Busy(Exception):
-    def __init__(self, status: int, retry_after: float | None) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status, self.retry_after = status, retry_after
 
 
 @dataclass
@@ -122,7 +116,7 @@ class Fetcher:
             started = self.clock()
             with self.client.stream("GET", url, headers=headers) as r:
                 if r.status_code == 429 or r.status_code >= 500:
-                    raise _Busy(r.status_code, parse_retry_after(r.headers))
+                    raise Busy(r.status_code, parse_retry_after(r.headers))
                 chunks: list[bytes] = []
                 size = 0
                 too_large = False
@@ -141,7 +135,7 @@ class Fetcher:
                                 body[: limit + 1], too_large)
 
         def classify(exc: Exception, _: Try) -> Failure | None:
-            if isinstance(exc, _Busy):
+            if isinstance(exc, Busy):
                 return Failure(f"HTTP {exc.status}", True, str(exc), exc, exc.retry_after)
             if isinstance(exc, httpx.TimeoutException):
                 return Failure("a timeout", True, "timeout", exc)
