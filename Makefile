@@ -202,6 +202,14 @@ reference: install
 run: install
 	$(BIN)/sluice local up
 
+# The whole path in one go: `sluice demo` ingests examples/ and searches it; demo-web crawls the small
+# site in examples/site (served on loopback) through a web sync source, twice.
+.PHONY: demo demo-web
+demo: install
+	$(BIN)/sluice demo
+demo-web: install
+	$(BIN)/sluice demo --web
+
 # Two workers (pytest-xdist), each with its own embedded PostgreSQL: most tests wait on the
 # database, the parse child or a queue, so two halve the wall time on two cores. The end-to-end
 # tests run after the rest, in a run of their own: each worker's session runtime keeps moto state

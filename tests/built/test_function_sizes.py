@@ -46,7 +46,8 @@ def test_the_layers_hold_what_their_functions_need_and_nothing_heavier(build: Bu
     assert (model / "model.onnx").stat().st_size > 20 * MB and (model / "tokenizer.json").is_file()
     assert has("ModelLayer", "onnxruntime") and has("ModelLayer", "tokenizers") and has("ModelLayer", "numpy")
     assert has("ConnectorsLayer", "azure/storage/blob") and has("ConnectorsLayer", "google/cloud/storage")
-    assert has("ConnectorsLayer", "dulwich")
+    assert has("ConnectorsLayer", "dulwich") and has("ConnectorsLayer", "protego") and has("ConnectorsLayer", "lxml")
+    assert has("DepsLayer", "re2")  # a web source's patterns: validated by the sources function, run by the sync one
     for heavy in ("pymupdf", "onnxruntime", "numpy"):
         assert not has("ConnectorsLayer", heavy), f"ConnectorsLayer holds {heavy}"
     for layer in ("SluiceLayer", "DepsLayer", "ModelLayer", "ParseLayer", "ConnectorsLayer"):

@@ -176,8 +176,10 @@ def _openapi(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from sluice.local.demo import run_demo
+    from sluice.local.demo import run_demo, run_web_demo
 
+    if args.web:
+        return run_web_demo(Path(args.path) if args.path else None, queries=args.query)
     return run_demo(Path(args.path) if args.path else None, queries=args.query)
 
 
@@ -237,7 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     token.set_defaults(func=_local_token)
     for owner in (local, sub):
         demo = owner.add_parser("demo", help="ingest a folder and search it, end to end")
-        demo.add_argument("path", nargs="?", help="folder to ingest (default: examples/)")
+        demo.add_argument("path", nargs="?", help="folder to ingest (default: examples/), or with --web the "
+                                                  "static site to serve and crawl (default: examples/site)")
+        demo.add_argument("--web", action="store_true",
+                          help="crawl a small site on loopback through a web sync source, twice")
         demo.add_argument("--query", action="append", help="a query to run (repeatable)")
         demo.set_defaults(func=_demo)
 

@@ -32,6 +32,7 @@ from sluice.admission import check_indexing_open, sync_deferred
 from sluice.db import document_claims as claims
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db import sync_journal as journal
 from sluice.db import sync_runs as runs
 from sluice.db import sync_sources as sources
 from sluice.db.connection import Connection
@@ -81,7 +82,7 @@ def run_task(ctx: SyncContext, event: dict[str, Any]) -> dict[str, Any]:
 def _fail_run(ctx: SyncContext, run_id: uuid.UUID, reason: str) -> dict[str, Any]:
     with ctx.uow() as conn:
         runs.update(conn, run_id, only_active=True, error=reason, listing_complete=False)
-    return {"batches": []}
+    return {"batches": [], "more": False}
 
 
 def _load(conn: Connection, run_id: uuid.UUID) -> tuple[SyncRun | None, SyncSource | None, KnowledgeBase | None]:
@@ -91,11 +92,35 @@ def _load(conn: Connection, run_id: uuid.UUID) -> tuple[SyncRun | None, SyncSour
     return run, sources.get(conn, run.source_id), kb_repo.get(conn, run.kb_id)
 
 
+class _Journal:
+    """The run's listing journal in the database: each append is its own transaction."""
+
+    def __init__(self, ctx: SyncContext, run_id: uuid.UUID) -> None:
+        self.ctx, self.run_id = ctx, run_id
+
+    def entries(self) -> list[dict[str, Any]]:
+        with self.ctx.uow() as conn:
+            return journal.read(conn, self.run_id)
+
+    def append(self, entries: list[dict[str, Any]]) -> None:
+        with self.ctx.uow() as conn:
+            journal.append(conn, self.run_id, entries)
+
+
+def _count_transfer(ctx: SyncContext, run_id: uuid.UUID, connector: Connector) -> None:
+    moved = connector.transfer()
+    if moved is not None and any(moved):
+        with ctx.uow() as conn:
+            runs.add_transfer(conn, run_id, *moved)
+
+
 def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> dict[str, Any]:
+    """The listing, or one bounded step of it: ``more`` says the state machine runs this task again
+    (a crawl longer than one function's time), which goes on from the run's journal."""
     with ctx.uow() as conn:
         run, source, kb = _load(conn, run_id)
         if run is None or not run.active:
-            return {"batches": []}
+            return {"batches": [], "more": False}
         runs.update(conn, run_id, status="running", started_at=run.started_at or datetime.now(UTC))
     if source is None or kb is None or source.kb_id != run.kb_id:
         return _fail_run(ctx, run_id, "The source was deleted or moved to another base before the run began.")
@@ -109,7 +134,13 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
         return _fail_run(ctx, run_id, str(exc))
     except PydanticValidationError:
         return _fail_run(ctx, run_id, "The source's configuration is no longer valid; correct it and run again.")
-    listing = connector.list_files(limit=ctx.settings.sync_max_keys_per_run)
+    try:
+        listing = connector.list_step(ctx.settings.sync_max_keys_per_run, _Journal(ctx, run_id))
+    finally:
+        _count_transfer(ctx, run_id, connector)
+    if listing is None:
+        log.info("listed part of the source; the next step goes on", extra={"run_id": str(run_id)})
+        return {"batches": [], "more": True}
     only: set[str] | None = None
     if run.trigger == "retry" and run.retry_of is not None:
         with ctx.uow() as conn:
@@ -118,13 +149,18 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
     with ctx.uow() as conn:
         runs.clear_files(conn, run_id)  # a retried task starts the listing over
         runs.add_files(conn, run_id, rows)
+        # A state kept at once (a crawl's validators) is not kept twice, on the run as well.
         runs.update(conn, run_id, listing_complete=listing.complete, files_listed=len(rows),
                     error=None if listing.complete else listing.problem, unchanged=listing.unchanged,
-                    connector_state=listing.state)
+                    connector_state=None if listing.keep_state_now else listing.state)
+        if listing.keep_state_now and listing.state is not None and run.trigger != "retry":
+            sources.keep_connector_state(conn, source.id, listing.state)
+        journal.clear(conn, run_id)
     batches = sorted({r.batch for r in rows if r.outcome is None})
     log.info("listed", extra={"run_id": str(run_id), "files": len(rows), "complete": listing.complete,
                               "batches": len(batches), "markers_skipped": listing.markers_skipped})
-    return {"batches": [{"run_id": str(run_id), "batch": b} for b in batches], "complete": listing.complete}
+    return {"batches": [{"run_id": str(run_id), "batch": b} for b in batches], "complete": listing.complete,
+            "more": False}
 
 
 # A Map's items travel in the execution's state (at most 256 KB) and each iteration adds events to
@@ -146,6 +182,8 @@ def _rows(ctx: SyncContext, files: list[RemoteFile]) -> list[RunFile]:
             name, outcome, reason = remote_name(f.key), None, None
         except RemoteNameRefused as exc:
             name, outcome, reason = (f.key.rstrip("/").rsplit("/", 1)[-1] or f.key)[-255:] or "/", "failed", str(exc)
+        if outcome is None and f.failure:
+            outcome, reason = "failed", f.failure
         if outcome is None and f.note:
             outcome, reason = "ignored", f.note
         if outcome is None:
@@ -155,7 +193,7 @@ def _rows(ctx: SyncContext, files: list[RemoteFile]) -> list[RunFile]:
             bytes_in_batch += f.size
         rows.append(RunFile(seq=seq, batch=batch, source_path=f.source_path, remote_key=f.key,
                             name=name.replace("\x00", ""), etag=f.etag, size=f.size, outcome=outcome,
-                            reason=reason, decided_at=now if outcome else None))
+                            reason=reason if outcome else f.hint, decided_at=now if outcome else None))
     return rows
 
 
@@ -239,7 +277,8 @@ def process_batch(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) ->
                 decided.append(moved)
         elif isinstance(decision, Skip):
             doc = decision.document
-            decided.append(Outcome(f.seq, decision.outcome, decision.reason, doc.id if doc else None))
+            reason = decision.reason or (f.reason if decision.outcome == "unchanged" else None)
+            decided.append(Outcome(f.seq, decision.outcome, reason, doc.id if doc else None))
             if decision.outcome == "unchanged" and doc is not None:
                 confirmed.append((f, doc))
         else:
@@ -281,6 +320,14 @@ def _fetch_all(ctx: SyncContext, run: SyncRun, source: SyncSource, kb: Knowledge
         with ctx.uow() as conn:
             runs.record(conn, run.id, [Outcome(f.seq, "failed", reason) for f, _ in fetches])
         return
+    try:
+        _fetch_each(ctx, connector, run, source, kb, fetches)
+    finally:
+        _count_transfer(ctx, run.id, connector)
+
+
+def _fetch_each(ctx: SyncContext, connector: Connector, run: SyncRun, source: SyncSource, kb: KnowledgeBase,
+                fetches: list[tuple[RunFile, Document | None]]) -> None:
     with tempfile.TemporaryDirectory(prefix="sluice-sync-") as tmp:
         for f, current in fetches:
             try:
@@ -448,6 +495,7 @@ def record_failure(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -
     with ctx.uow() as conn:
         runs.settle_pending(conn, run_id, gone=GONE, unknown_failure=UNKNOWN_FAILURE)
         runs.fail_undecided(conn, run_id, UNDECIDED)
+        journal.clear(conn, run_id)  # a listing left part-way is not gone on with
         runs.update(conn, run_id, only_active=True, status="failed", finished_at=datetime.now(UTC),
                     error=f"The run stopped at its {step} step ({name}); nothing was removed. The next run starts "
                           "over.", **_totals(runs.progress(conn, run_id)))

@@ -31,13 +31,14 @@ from sluice.sync.connectors.gdrive import GdriveConnector
 from sluice.sync.connectors.git import GitConnector
 from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config, S3Connector, default_client
 from sluice.sync.connectors.sharepoint import SharePointConnector
+from sluice.sync.connectors.web import WebConnector
 
 log = logging.getLogger("sluice.sync")
 
 CONNECTORS: dict[str, type[Connector]] = {
     cls.CONNECTOR_TYPE: cls
     for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector, GdriveConnector, ConfluenceConnector,
-                SharePointConnector)}
+                SharePointConnector, WebConnector)}
 
 __all__ = [
     "CONNECTORS",
@@ -59,6 +60,7 @@ __all__ = [
     "SecretValues",
     "SharePointConnector",
     "SourceRefused",
+    "WebConnector",
     "external_id",
 ]
 
