@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -347,6 +347,11 @@ def test_changing_what_a_source_reads_forgets_its_cursor(bucket: Bucket, db_url)
     with transaction() as conn:
         sources.update(conn, bench.source.id, {"config": {"folder": "elsewhere"}})
     assert _kept(bench.source.id) == {}
+    # a cursor kept in update_only mode moved past new files that mode ignored: another mode starts afresh
+    with transaction() as conn:
+        sources.keep_connector_state(conn, bench.source.id, {"delta": "https://example.com/delta?token=2"})
+        sources.update(conn, bench.source.id, {"sync_mode": "new_only"})
+    assert _kept(bench.source.id) == {}
 
 
 def test_the_opener_hands_the_connector_its_kept_state(bucket: Bucket, db_url):
@@ -371,9 +376,14 @@ def test_the_opener_hands_the_connector_its_kept_state(bucket: Bucket, db_url):
     connectors.CONNECTORS["memory"] = Recording
     try:
         opener.open(source, bench.kb)
+        assert seen == {"commit": "abc123"}
+        # full mode ingests every listed file again, so its connector lists everything: no cursor
+        seen.clear()
+        seen["sentinel"] = True
+        opener.open(replace(source, sync_mode="full"), bench.kb)
     finally:
         del connectors.CONNECTORS["memory"]
-    assert seen == {"commit": "abc123"}
+    assert seen == {"sentinel": True}
 
 
 class ContentIdConnector(MemoryConnector):

@@ -127,5 +127,8 @@ class ConnectorOpener:
             if why is not None:
                 raise CredentialRefused(f"The source's secret does not belong to its base's tenant ({why}); "
                                         "nothing was read.")
+        # full mode ingests every listed file again, so the connector lists everything: a cursor (a delta
+        # link, a commit, a page's validators) would hand it only what changed.
+        state = {} if source.sync_mode == "full" else source.connector_state
         return cls.open(config, credential, external_id=external_id(kb), settings=self.settings,
-                        client_factory=self.client_factory, state=source.connector_state)
+                        client_factory=self.client_factory, state=state)
