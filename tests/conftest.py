@@ -11,6 +11,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.session_servers import interrupt_on_sigterm, start_watcher, stop_postgres, stop_watcher
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
@@ -19,6 +21,20 @@ os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus" / "real"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    interrupt_on_sigterm()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Whatever this process starts stops with it, even if it crashes (tests/session_servers.py)."""
+    start_watcher(session.config._tmp_path_factory.getbasetemp())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    stop_watcher()
 
 
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
@@ -80,7 +96,7 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory):
             conn.execute(f"ALTER SYSTEM SET {setting} = off")
         conn.execute("SELECT pg_reload_conf()")
     yield server
-    server.cleanup()
+    stop_postgres(server)
 
 
 def _with_db(base_uri: str, name: str) -> str:

@@ -1,7 +1,7 @@
 """Chat conversation routes (SPEC §12, R-CHAT-2..4, R-ACC-4): conversations, messages, attachments
 (attach, list, remove, register into a base) and the context a question reads. This function carries
 the model (a question is embedded, text counted with its tokenizer) and not the parsing libraries:
-files are uploaded, checked and parsed by functions/chat_files (README "Layers per need").
+files are uploaded, checked and parsed by functions/chat_files (docs/operations/deploying.md).
 
 Every route is its caller's only: another user's conversation, file or attachment is answered exactly
 like an absent one (404).

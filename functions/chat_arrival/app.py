@@ -1,7 +1,7 @@
 """The chat arrival queue: presigned chat uploads landing under chat-incoming/, checked (validated,
 classified, parsed) and stored as a direct upload is; and that queue's dead letters, which fail the
 pending file with a sentence (R-CHAT-1). This function carries the parsing libraries and not the
-model (README "Layers per need")."""
+model (docs/operations/deploying.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Chat file routes (SPEC §12, R-CHAT-1, R-ACC-4): direct upload (parsed in the request), presigned
 upload, metadata and download, delete, and a TIFF's or PDF's pages rendered. This function carries the
-parsing libraries and not the model; the conversation routes are functions/chat (README "Layers per need").
+parsing libraries and not the model; the conversation routes are functions/chat (docs/operations/deploying.md).
 
 Every route is its caller's only: another user's file is answered exactly like an absent one (404).
 """

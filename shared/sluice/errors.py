@@ -15,6 +15,8 @@ from typing import Any
 
 
 class SluiceError(Exception):
+    """Anything Sluice did not raise on purpose: a 500 whose body names no host, bucket, SQL or URL."""
+
     status: int = 500
     code: str = "INTERNAL_ERROR"
 
@@ -51,11 +53,15 @@ class UnprocessableError(ValidationError):
 
 
 class UnauthorizedError(SluiceError):
+    """No bearer token, or one the deployment does not verify."""
+
     status = 401
     code = "UNAUTHORIZED"
 
 
 class NotFoundError(SluiceError):
+    """Absent, or out of the caller's reach: the same answer."""
+
     status = 404
     code = "NOT_FOUND"
 
@@ -68,11 +74,16 @@ class CollectionNotFoundError(NotFoundError):
 
 
 class ConflictError(SluiceError):
+    """In conflict with the current state: a name taken, a run already going, a teardown holding the name."""
+
     status = 409
     code = "CONFLICT"
 
 
 class DocCapReachedError(ConflictError):
+    """A cap reached: a private pool's documents (PRIVATE_DOC_CAP) or a base's sources
+    (SYNC_MAX_SOURCES_PER_BASE); ``details`` says the cap and how many are held."""
+
     code = "DOC_CAP_REACHED"
 
 
@@ -86,6 +97,8 @@ class NameBusyError(ConflictError):
 
 
 class RateLimitError(SluiceError):
+    """A user's upload rate (UPLOAD_RATE_PER_MINUTE, UPLOAD_RATE_PER_DAY) spent: Retry-After says when to try again."""
+
     status = 429
     code = "RATE_LIMIT_EXCEEDED"
 
@@ -96,6 +109,8 @@ class RateLimitError(SluiceError):
 
 
 class IndexingPausedError(SluiceError):
+    """The operator paused indexing (INDEXING_PAUSED or its SSM parameter): uploads wait, search keeps working."""
+
     status = 503
     code = "INDEXING_PAUSED"
 
@@ -108,6 +123,9 @@ class SearchTimeoutError(SluiceError):
 
 
 class FileTooLargeError(SluiceError):
+    """A body or a file larger than the route takes (MAX_UPLOAD_SIZE_MB, DIRECT_UPLOAD_MAX_MB,
+    CHAT_MAX_UPLOAD_SIZE_MB)."""
+
     status = 413
     code = "FILE_TOO_LARGE"
 
@@ -120,6 +138,9 @@ class DocumentRefused(SluiceError):
 
 
 class UnsupportedTypeError(DocumentRefused):
+    """Content no reader takes (a program, an unknown format, an archive under a document's name),
+    named by what it is and what it is called."""
+
     code = "UNSUPPORTED_TYPE"
 
 
@@ -130,6 +151,8 @@ class ArchiveRefusedError(DocumentRefused):
 
 
 class EncryptedDocumentError(DocumentRefused):
+    """A password-protected document: it cannot be read without its password."""
+
     code = "ENCRYPTED_DOCUMENT"
 
 
@@ -140,6 +163,8 @@ class ParseError(DocumentRefused):
 
 
 class ParseTimeoutError(ParseError):
+    """Reading the document took longer than the parse may (PARSE_TIMEOUT_SECONDS, the function's remaining time)."""
+
     code = "PARSE_TIMEOUT"
 
 
@@ -150,10 +175,14 @@ class OcrConfigurationError(ParseError):
 
 
 class ScannedPdfError(DocumentRefused):
+    """A PDF with no text layer in a collection with OCR off; the sentence says OCR can be turned on (R-PARSE-3)."""
+
     code = "SCANNED_PDF"
 
 
 class SparseDocumentError(DocumentRefused):
+    """Too few words of text to index; the sentence says how many were found."""
+
     code = "DOCUMENT_TOO_SPARSE"
 
 

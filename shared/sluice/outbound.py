@@ -158,6 +158,23 @@ class EndpointNotAllowed(Exception):
     """Raised where the worker connects: the host resolves to an address the policy does not allow."""
 
 
+def connect_addresses(host: str, policy: OutboundPolicy, resolve: Resolver = resolve_host) -> list[IPAddress] | None:
+    """Where a connection to ``host`` may go, checked now: the addresses to connect to (IPv4 first, as
+    many VPCs have no IPv6 route; empty: the name does not resolve), or None when the operator listed
+    the host by name (connect by name). Raises EndpointNotAllowed when any address is not allowed.
+
+    Every transport that connects on a writer's behalf connects to these, not to the name, so a
+    name that re-points after this check (DNS rebinding) reaches nothing inside; TLS still verifies
+    the certificate against the URL's name, not the address.
+    """
+    if _normal_host(host) in policy.hosts:
+        return None
+    addresses = _addresses(_normal_host(host), resolve)
+    if not all(policy.allows(a) for a in addresses):
+        raise EndpointNotAllowed(f"{host} resolves to an address the deployment does not allow")
+    return sorted(addresses, key=lambda a: a.version)
+
+
 class GuardedBackend(httpcore.SyncBackend):
     """httpcore's own sockets, opened only to an address the policy allows, and to the one checked."""
 
@@ -167,18 +184,14 @@ class GuardedBackend(httpcore.SyncBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        if _normal_host(host) in self._policy.hosts:
+        addresses = connect_addresses(host, self._policy, self._resolve)
+        if addresses is None:
             return super().connect_tcp(host, port, timeout, local_address, socket_options)
-        addresses = _addresses(_normal_host(host), self._resolve)
         if not addresses:
             raise httpcore.ConnectError(f"{host} does not resolve")
-        if not all(self._policy.allows(a) for a in addresses):
-            raise EndpointNotAllowed(f"{host} resolves to an address the deployment does not allow")
-        # Each checked address in turn, IPv4 first (many VPCs have no IPv6 route), as
-        # socket.create_connection would try them. TLS still verifies the certificate against the
-        # URL's name (httpcore's server_hostname), not the address.
+        # Each checked address in turn, as socket.create_connection would try them.
         failure: httpcore.ConnectError | None = None
-        for address in sorted(addresses, key=lambda a: a.version):
+        for address in addresses:
             try:
                 return super().connect_tcp(str(address), port, timeout, local_address, socket_options)
             except httpcore.ConnectError as exc:

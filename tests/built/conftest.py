@@ -1,5 +1,5 @@
 """The `sam build` output, and the local services its handlers run against (tests/built), as
-`sam local invoke` runs a function in its container (README "Testing with sam local").
+`sam local invoke` runs a function in its container (docs/operations/sam-local.md).
 
 `make check-build` builds first (SAM CLI, python3.12) and then runs these tests; run alone, they
 skip with a sentence where there is no build or no python3.12.

@@ -55,9 +55,10 @@ def test_the_built_sync_function_imports_every_connector_and_its_client(invoke_b
     clients = ["azure.storage.blob", "azure.core", "google.cloud.storage", "google.oauth2.service_account",
                "google.auth.crypt", "google.auth.jwt",  # gdrive signs its own assertion
                "dulwich.objects", "dulwich.object_store", "sluice.sync.connectors.gitwire",
-               "cryptography.x509", "cryptography.hazmat.primitives.asymmetric.padding"]  # sharepoint's certificate
+               "cryptography.x509", "cryptography.hazmat.primitives.asymmetric.padding",  # sharepoint's certificate
+               "protego", "lxml.html", "lxml.etree", "re2", "sluice.sync.connectors.web.crawl"]  # web's crawl
     loaded = invoke_built("SyncTaskFunction", None, imports=modules + clients)
-    assert {"azure", "google", "dulwich"} <= set(loaded["modules"])
+    assert {"azure", "google", "dulwich", "protego", "lxml", "re2"} <= set(loaded["modules"])
 
 
 def sample(name: str) -> dict[str, Any]:

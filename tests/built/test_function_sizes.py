@@ -21,11 +21,11 @@ BY_NEED = {"ParseFunction": ["ParseLayer"], "EmbedFunction": ["ModelLayer"], "Se
            # The sync tasks: the remote stores' clients (azure_blob, gcs, git), nothing else carries them.
            "SyncTaskFunction": ["ConnectorsLayer"]}
 # The LibreOffice layer an operator attaches to the parse function (LibreOfficeLayerArn) is built
-# elsewhere: the parse function keeps this much free for it (README "Legacy Word documents on AWS").
+# elsewhere: the parse function keeps this much free for it (docs/operations/deploying.md, "Legacy Word (.doc) on AWS").
 LIBREOFFICE_ALLOWANCE = 100 * MB
 # And the Tesseract layer (TesseractLayerArn, OcrProvider tesseract): language data for a few languages
 # (tessdata_fast's eng.traineddata is about 4 MB) and, if the OCR path needs one, the tesseract program
-# with its libraries, stripped (README "OCR on AWS"). With LibreOffice's it keeps 112 MB free.
+# with its libraries, stripped (docs/operations/deploying.md "OCR on AWS"). With LibreOffice's it keeps 112 MB free.
 TESSERACT_ALLOWANCE = 12 * MB
 
 
@@ -46,7 +46,8 @@ def test_the_layers_hold_what_their_functions_need_and_nothing_heavier(build: Bu
     assert (model / "model.onnx").stat().st_size > 20 * MB and (model / "tokenizer.json").is_file()
     assert has("ModelLayer", "onnxruntime") and has("ModelLayer", "tokenizers") and has("ModelLayer", "numpy")
     assert has("ConnectorsLayer", "azure/storage/blob") and has("ConnectorsLayer", "google/cloud/storage")
-    assert has("ConnectorsLayer", "dulwich")
+    assert has("ConnectorsLayer", "dulwich") and has("ConnectorsLayer", "protego") and has("ConnectorsLayer", "lxml")
+    assert has("DepsLayer", "re2")  # a web source's patterns: validated by the sources function, run by the sync one
     for heavy in ("pymupdf", "onnxruntime", "numpy"):
         assert not has("ConnectorsLayer", heavy), f"ConnectorsLayer holds {heavy}"
     for layer in ("SluiceLayer", "DepsLayer", "ModelLayer", "ParseLayer", "ConnectorsLayer"):
@@ -78,6 +79,7 @@ def test_every_function_fits_lambdas_unzipped_limit(build: Build, capsys: pytest
 
 
 def test_no_function_carries_both_the_parsers_and_the_model(build: Build):
-    # Together they are over the limit (README "Layers per need"): a function needing both is a split to make.
+    # Together they are over the limit (docs/operations/deploying.md "Layers per need"): a function needing
+    # both is a split to make.
     both = [name for name, fn in build.functions.items() if {"ParseLayer", "ModelLayer"} <= set(fn.layers)]
     assert both == []

@@ -129,9 +129,9 @@ def test_retry_failed_runs_a_failed_file_again_in_place_or_sends_it_again(runtim
     assert first["status"] == "error" and first["attempt"] == 1
     s3 = boto3.client("s3", endpoint_url=runtime.moto_url, region_name="us-east-1")
 
-    # A failed document whose original is still stored (the parse stage deletes a refused one;
-    # a later stage's failure keeps it) runs again in place.
-    s3.put_object(Bucket=runtime.bucket, Key=first["storage_path"], Body=CORRUPT_PDF)
+    # A failed document whose original is still stored (a file that could not be read is kept; one
+    # refused as what it is is not) runs again in place.
+    assert first["has_file"] is True
     code, out = ingest(*args, "--retry-failed")
     assert code == 1, out  # the same bytes fail the same way
     again = documents(api, kb)
@@ -140,7 +140,9 @@ def test_retry_failed_runs_a_failed_file_again_in_place_or_sends_it_again(runtim
     assert again["broken.pdf"]["status"] == "error"
     assert "Summary: 0 uploaded, 1 retried." in out
 
-    # Its original is gone: the file is sent again, and the failed document makes way.
+    # Its original is gone (removed behind Sluice's back, so the retry is refused): the file is sent
+    # again, and the failed document makes way.
+    s3.delete_object(Bucket=runtime.bucket, Key=first["storage_path"])
     code, out = ingest(*args, "--retry-failed")
     assert code == 1, out
     third = documents(api, kb)

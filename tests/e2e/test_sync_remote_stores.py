@@ -258,6 +258,7 @@ def test_a_git_source_syncs_then_answers_nothing_changed_in_one_round_trip(world
 
     first = w.run(source)
     assert first["status"] == "succeeded" and counts(first) == (3, 3, 0, 0, 0, 0), first
+    assert (first["nothing_changed"], first["note"]) == (False, None)
     assert set(w.outcomes(first)) == {address + p for p in ("README.md", "docs/ops/runbook.md", "docs/faq.md")}
     hits = w.search(kb, "Who reviews compass requests?")
     assert any("compass" in h["content"] for h in hits)
@@ -266,6 +267,8 @@ def test_a_git_source_syncs_then_answers_nothing_changed_in_one_round_trip(world
     before, fetched, embedded = len(repo.log), w.fetched["git"], w.embed_calls()
     second = w.run(source)
     assert second["status"] == "succeeded" and counts(second) == (0, 0, 0, 0, 0, 0), second
+    # the run's view says so, in a field and in words, rather than leaving an empty run to be read
+    assert second["nothing_changed"] is True and second["note"].startswith("Nothing changed since the last"), second
     assert [r.command for r in repo.requests_since(before)] == ["ls-refs"]
     assert (w.fetched["git"], w.embed_calls(), len(w.documents(kb))) == (fetched, embedded, 3)
 
@@ -283,14 +286,24 @@ def test_a_git_source_syncs_then_answers_nothing_changed_in_one_round_trip(world
     fourth = w.run(source)
     assert fourth["counts"]["removed"] == 1 and fourth["status"] == "succeeded", fourth
     assert sorted(d["source_path"] for d in w.documents(kb)) == [address + "README.md", address + "docs/faq.md"]
+    kept_readme = {d["source_path"]: d["id"] for d in w.documents(kb)}[address + "README.md"]
 
-    # a rename: the new address is added, the old one removed, in one run
+    # a rename (the same blob at a new path): the document moves to the new address, its chunks kept -
+    # the blob is not fetched (the trees are the one fetch) and nothing is embedded again (R-SYNC-3)
+    kept = {d["source_path"]: d["id"] for d in w.documents(kb)}[address + "docs/faq.md"]
     faq = (repo.work / "docs" / "faq.md").read_bytes()
     repo.commit({"docs/faq.md": None, "docs/help/faq.md": faq})
+    before, fetched, embedded = len(repo.log), w.fetched["git"], w.embed_calls()
     fifth = w.run(source)
-    assert (fifth["counts"]["new"], fifth["counts"]["removed"], fifth["counts"]["unchanged"]) == (1, 1, 1), fifth
-    assert sorted(d["source_path"] for d in w.documents(kb)) == [address + "README.md",
-                                                                   address + "docs/help/faq.md"]
+    assert fifth["status"] == "succeeded" and counts(fifth) == (2, 0, 0, 2, 0, 0), fifth
+    assert (w.fetched["git"], w.embed_calls()) == (fetched, embedded)
+    assert [r.command for r in repo.requests_since(before) if r.command == "fetch"] == ["fetch"]  # the trees
+    outcome, reason = w.outcomes(fifth)[address + "docs/help/faq.md"]
+    assert outcome == "unchanged" and reason is not None and f"Renamed from {address}docs/faq.md" in reason
+    assert {d["source_path"]: d["id"] for d in w.documents(kb)} == {address + "README.md": kept_readme,
+                                                                    address + "docs/help/faq.md": kept}
+    hits = [h for h in w.search(kb, "beacon desk") if "beacon" in h["content"]]
+    assert hits and {h["metadata"]["source_path"] for h in hits} == {address + "docs/help/faq.md"}
 
 
 def test_a_git_source_reports_a_huge_file_and_a_submodule_in_words(world, repo, monkeypatch):

@@ -84,7 +84,8 @@ def test_migrate_updates_the_extension_and_the_old_tables_index_still_serves(old
     with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as c:
         newest = server_pgvector(c)
     if newest < (0, 8):
-        pytest.skip("the server has no pgvector 0.8 to update to: `make install` builds it (README)")
+        pytest.skip("the server has no pgvector 0.8 to update to: `make install` builds it "
+                    "(docs/operations/local-runtime.md)")
 
     # WHEN the operator runs the migrations (sluice local up runs the same)
     assert cli.main(["db", "migrate", "--database-url", url]) == 0
@@ -113,7 +114,8 @@ def test_a_migrator_that_does_not_own_the_extension_still_migrates(old_db, pg_se
     url, _, _ = old_db
     with psycopg.connect(url, row_factory=psycopg.rows.dict_row) as c:
         if server_pgvector(c) < (0, 8):
-            pytest.skip("the server has no pgvector 0.8 to update to: `make install` builds it (README)")
+            pytest.skip("the server has no pgvector 0.8 to update to: `make install` builds it "
+                    "(docs/operations/local-runtime.md)")
     role = f"migrator_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(url, autocommit=True) as c:
         c.execute(f'CREATE ROLE "{role}" LOGIN')

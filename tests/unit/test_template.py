@@ -227,7 +227,8 @@ def test_every_function_that_opens_the_database_may_read_its_secret(raw):
             opening.append(name)
             assert {"Ref": "DatabaseSecretReadPolicy"} in fn["Properties"]["Policies"], name
     # 12, the three of source syncs (SourcesFunction, SyncTask, SyncSchedule), the three of teardowns,
-    # and the chat files and chat arrival functions split off the chat ones (README "Layers per need")
+    # and the chat files and chat arrival functions split off the chat ones (docs/operations/deploying.md,
+    # "Layers per need")
     assert len(opening) == 20
 
 

@@ -97,7 +97,16 @@ class SyncRunOut(Body):
     listing_complete: bool | None = Field(description="Whether the listing was whole; a run removes nothing "
                                                       "otherwise.")
     counts: RunCountsOut
+    nothing_changed: bool = Field(description="The source answered that nothing changed since the state its last "
+                                              "successful run kept (an unchanged git ref, in one request): nothing "
+                                              "was listed, fetched or removed, and the zero counts say so.")
+    note: str | None = Field(description="The run in words where its counts alone would mislead (\"Nothing "
+                                          "changed since the last successful run: ...\"); null otherwise.")
     error: str | None = Field(description="Why the run failed, when it did.")
+    requests_made: int | None = Field(None, description="Requests the run made to the remote side (the web "
+                                                        "connector's crawl and fetches); null where not counted.")
+    bytes_downloaded: int | None = Field(None, description="Body bytes the run received from the remote side, as "
+                                                           "sent (a 304 adds none); null where not counted.")
     started_by: str
     created_at: datetime | None
     started_at: datetime | None
@@ -116,8 +125,9 @@ def run_view(state: RunState) -> SyncRunOut:
         counts=RunCountsOut(listed=p.listed, decided=p.decided, ingested=p.ingested, indexing=p.pending, new=p.new,
                             updated=p.updated, unchanged=p.unchanged, ignored=p.ignored,
                             skipped=p.unchanged + p.ignored, failed=p.failed, removed=p.removed),
-        error=r.error, started_by=r.started_by, created_at=r.created_at, started_at=r.started_at,
-        finished_at=r.finished_at, files_expired_at=r.files_expired_at)
+        nothing_changed=r.unchanged, note=state.note, error=r.error, requests_made=r.requests_made,
+        bytes_downloaded=r.bytes_downloaded, started_by=r.started_by, created_at=r.created_at,
+        started_at=r.started_at, finished_at=r.finished_at, files_expired_at=r.files_expired_at)
 
 
 class SyncRunsOut(Body):

@@ -1,7 +1,7 @@
 """What a message on the chat queue means, and its dead letters: an attachment's job (its own, or a
 continuation). Presigned chat uploads arrive on a queue of their own (sluice.chat.arrivals): their
 check needs the parsing libraries, this work the model, and no function carries both (Lambda's
-250 MB unzipped, README "Layers per need")."""
+250 MB unzipped, docs/operations/deploying.md "Layers per need")."""
 
 from __future__ import annotations
 

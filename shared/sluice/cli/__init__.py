@@ -34,7 +34,7 @@ def _local_up(args: argparse.Namespace) -> int:
         print(f"Exposed:     moto and PostgreSQL also listen on {runtime.expose} (moto :{runtime.moto_port}, "
               f"PostgreSQL :{runtime.pg_port}, user postgres, password in {runtime.data_dir / PASSWORD_FILE}); "
               "moto answers, without credentials, anyone who reaches it there")
-        print("sam local:   sluice local env --for-sam --out env.json  (README: Testing with sam local)")
+        print("sam local:   sluice local env --for-sam --out env.json  (docs/operations/sam-local.md)")
     print(f"Console:     {console_link(runtime.api_url, runtime.jwt_secret)}")
     print("             (signs in as alice of org acme, a writer; docs/guides/console.md)")
     print("Get a token: sluice local token --user alice")
@@ -74,7 +74,7 @@ def _pgvector_line(url: str) -> str:
     if version is not None and supports_iterative_scan(version_tuple(version)):
         return version
     # Search still works, with the plan for pgvector before 0.8; production (Aurora) runs 0.8.
-    return f"{version} (production runs 0.8: see the README's 'pgvector 0.8' to build it)"
+    return f"{version} (production runs 0.8: docs/operations/local-runtime.md, 'pgvector 0.8', says how to build it)"
 
 
 def _local_env(args: argparse.Namespace) -> int:
@@ -122,7 +122,7 @@ def _local_seed_events(args: argparse.Namespace) -> int:
         print(f"created  {line}")
     for line in seeded.present:
         print(f"present  {line}")
-    print("tests/events/*.json now name rows and objects that exist (README: Testing with sam local).")
+    print("tests/events/*.json now name rows and objects that exist (docs/operations/sam-local.md).")
     return 0
 
 
@@ -176,8 +176,10 @@ def _openapi(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from sluice.local.demo import run_demo
+    from sluice.local.demo import run_demo, run_web_demo
 
+    if args.web:
+        return run_web_demo(Path(args.path) if args.path else None, queries=args.query)
     return run_demo(Path(args.path) if args.path else None, queries=args.query)
 
 
@@ -237,7 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
     token.set_defaults(func=_local_token)
     for owner in (local, sub):
         demo = owner.add_parser("demo", help="ingest a folder and search it, end to end")
-        demo.add_argument("path", nargs="?", help="folder to ingest (default: examples/)")
+        demo.add_argument("path", nargs="?", help="folder to ingest (default: examples/), or with --web the "
+                                                  "static site to serve and crawl (default: examples/site)")
+        demo.add_argument("--web", action="store_true",
+                          help="crawl a small site on loopback through a web sync source, twice")
         demo.add_argument("--query", action="append", help="a query to run (repeatable)")
         demo.set_defaults(func=_demo)
 

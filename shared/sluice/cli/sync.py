@@ -159,6 +159,8 @@ def report(state: dict[str, Any], files: list[dict[str, Any]]) -> str:
     c = state["counts"]
     lines.append(f"run {state['id']} {state['status']}: listed {c['listed']}, new {c['new']}, updated {c['updated']},"
                  f" unchanged {c['unchanged']}, ignored {c['ignored']}, failed {c['failed']}, removed {c['removed']}")
+    if state.get("requests_made") is not None:
+        lines.append(f"requests {state['requests_made']}, bytes downloaded {state.get('bytes_downloaded') or 0}")
     if state.get("error"):
         lines.append(f"error: {state['error']}")
     return "\n".join(lines)

@@ -316,6 +316,15 @@ class SyncSettings(Section):
     sync_max_keys_per_run: int = Field(100_000, ge=1, alias="SYNC_MAX_KEYS_PER_RUN")
     # Each source keeps the per-file lists of its latest this many runs; the reaper deletes older ones'.
     sync_run_files_keep_runs: int = Field(10, ge=1, alias="SYNC_RUN_FILES_KEEP_RUNS")
+    # The web connector (R-SYNC-6): the most pages one crawl lists, the fastest rate a source may ask of
+    # one host (requests a minute), how long one list step of a crawl runs before the state machine
+    # starts the next (below the sync function's timeout; a crawl listed in one call is cut there and
+    # is not whole), and the user agent every request carries (the stack's WebUserAgent: a contact URL).
+    web_max_pages_per_run: int = Field(10_000, ge=1, alias="WEB_MAX_PAGES_PER_RUN")
+    web_max_rate_per_minute: int = Field(600, ge=1, alias="WEB_MAX_RATE_PER_MINUTE")
+    web_step_seconds: int = Field(600, ge=1, alias="WEB_STEP_SECONDS")
+    web_user_agent: str = Field("SluiceBot/1.0 (+https://github.com/sluice-rag/sluice)", min_length=1,
+                                max_length=256, alias="WEB_USER_AGENT")
 
 
 # --- teardowns (R-TD-1..3) ---------------------------------------------------------------------

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sluice.db.connection import Connection
 from sluice.db.documents import Document
@@ -50,10 +51,43 @@ def claims_at(conn: Connection, source_id: uuid.UUID, kb_id: uuid.UUID, paths: S
         {"src": source_id, "kb": kb_id, "paths": list(paths), "digests": [path_digest(p) for p in paths]},
     ).fetchall()
     out: dict[str, list[Claim]] = {}
+    for found in _claims(rows):
+        out.setdefault(found.source_path, []).append(found)
+    return out
+
+
+def _claims(rows: list[dict[str, Any]]) -> list[Claim]:
+    out = []
     for r in rows:
         claim_path, etag, size, updated = (r.pop("claim_path"), r.pop("claim_etag"), r.pop("claim_size"),
                                            r.pop("claim_updated_at"))
-        out.setdefault(claim_path, []).append(Claim(claim_path, etag, size, updated, Document(**r)))
+        out.append(Claim(claim_path, etag, size, updated, Document(**r)))
+    return out
+
+
+def left_behind(conn: Connection, source_id: uuid.UUID, kb_id: uuid.UUID, run_id: uuid.UUID,
+                etags: Sequence[str]) -> dict[str, list[Claim]]:
+    """The source's claims carrying one of ``etags`` at an address the run did not list, on a document of
+    its base still at that address, most recently confirmed first: where a renamed file came from."""
+    if not etags:
+        return {}
+    rows = conn.execute(
+        f"""
+        SELECT c.source_path AS claim_path, c.etag AS claim_etag, c.size AS claim_size,
+               c.updated_at AS claim_updated_at, {_DOC_FIELDS}
+          FROM document_claims c JOIN documents d ON d.id = c.document_id
+         WHERE c.source_id = %(src)s AND d.kb_id = %(kb)s AND c.etag = ANY(%(etags)s::text[])
+           AND d.source_path = c.source_path
+           AND NOT EXISTS (SELECT 1 FROM sync_log_files f
+                            WHERE f.run_id = %(run)s AND f.batch >= 0
+                              AND f.path_digest = c.path_digest AND f.source_path = c.source_path)
+         ORDER BY c.updated_at DESC, d.created_at DESC
+        """,
+        {"src": source_id, "kb": kb_id, "run": run_id, "etags": list(etags)},
+    ).fetchall()
+    out: dict[str, list[Claim]] = {}
+    for found in _claims(rows):
+        out.setdefault(found.etag or "", []).append(found)
     return out
 
 

@@ -141,6 +141,13 @@ def by_address(conn: Connection, kb_id: uuid.UUID, source_path: str) -> list[Doc
     return [Document(**r) for r in rows]
 
 
+def readdress(conn: Connection, doc_id: uuid.UUID, *, source_path: str, filename: str,
+              source_etag: str | None) -> bool:
+    """A finished document found under a new address (a renamed file): its address, name and signal move,
+    its content, object and chunks stay."""
+    return _set(conn, doc_id, {"source_path": source_path, "filename": filename, "source_etag": source_etag})
+
+
 def archive_members(conn: Connection, kb_id: uuid.UUID, archive_path: str, *,
                     created_before: datetime | None = None) -> list[Document]:
     """The rows unpacked from the archive at ``archive_path`` in one base (R-ARC-2), locked.
@@ -238,10 +245,15 @@ def mark_done(conn: Connection, doc_id: uuid.UUID, *, chunk_count: int,
 
 
 def mark_failed(conn: Connection, doc_id: uuid.UUID, reason: str, *, stage: str | None = None,
-                expect_attempt: int | None = None, expect_updated_at: datetime | None = None) -> bool:
+                expect_attempt: int | None = None, expect_updated_at: datetime | None = None,
+                file_gone: bool = False) -> bool:
     """→ error with ``reason`` (the R-DOC-4 sentence), at ``stage`` when one is named; conditional as
-    ``update`` is. True if the row changed."""
+    ``update`` is. ``file_gone``: no stored original is left (it never arrived, or was refused and
+    deleted), so the row stops naming one: ``has_file`` is false and a retry is refused. True if the
+    row changed."""
     values: dict[str, Any] = {"error_message": reason, **({"stage": stage} if stage is not None else {})}
+    if file_gone:
+        values["storage_path"] = None
     return _set(conn, doc_id, values, expect_attempt=expect_attempt, expect_updated_at=expect_updated_at,
                 fixed=f"status = 'error', {_FINISHED}")
 

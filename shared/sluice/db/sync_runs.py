@@ -48,6 +48,9 @@ class SyncRun:
     # `finish` hands it to the source.
     connector_state: dict[str, Any] | None = None
     unchanged: bool = False  # the connector said nothing changed since its kept state: nothing listed or removed
+    # What the connector asked of the remote side (migration 0023; None where it does not count).
+    requests_made: int | None = None
+    bytes_downloaded: int | None = None
 
     @property
     def active(self) -> bool:
@@ -58,7 +61,7 @@ _FIELDS = ", ".join(SyncRun.__dataclass_fields__)
 _UPDATABLE = {
     "status", "execution_arn", "listing_complete", "files_listed", "files_new", "files_updated",
     "files_unchanged", "files_ignored", "files_failed", "files_removed", "error", "started_at", "finished_at",
-    "connector_state", "unchanged",
+    "connector_state", "unchanged", "requests_made", "bytes_downloaded",
 }
 
 
@@ -119,6 +122,12 @@ def update(conn: Connection, run_id: uuid.UUID, *, only_active: bool = False, **
     sets = ", ".join(f"{k} = %({k})s" for k in values)
     where = "id = %(run_id)s" + (" AND status IN ('queued', 'running')" if only_active else "")
     return conn.execute(f"UPDATE sync_logs SET {sets} WHERE {where}", {**values, "run_id": run_id}).rowcount > 0
+
+
+def add_transfer(conn: Connection, run_id: uuid.UUID, requests: int, received: int) -> None:
+    """Count a step's requests and bytes into the run's totals (steps of one run may run at once)."""
+    conn.execute("UPDATE sync_logs SET requests_made = coalesce(requests_made, 0) + %s, "
+                 "bytes_downloaded = coalesce(bytes_downloaded, 0) + %s WHERE id = %s", (requests, received, run_id))
 
 
 # --- files -------------------------------------------------------------------------------------

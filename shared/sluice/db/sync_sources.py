@@ -31,8 +31,9 @@ class SyncSource:
 
 
 _FIELDS = ", ".join(SyncSource.__dataclass_fields__)
-# Changing what a source reads makes its connector's cursor meaningless: it starts over.
-_FORGETS_STATE = {"kb_id", "config", "secret_id"}
+# Changing what a source reads, or what its runs do with a change (update_only ignores new files its cursor
+# then moves past), makes its connector's cursor meaningless: it starts over.
+_FORGETS_STATE = {"kb_id", "config", "secret_id", "sync_mode"}
 _UPDATABLE = {"kb_id", "name", "config", "secret_id", "sync_mode", "organizational_unit", "schedule"}
 
 

@@ -46,7 +46,7 @@ def on_upload_arrived(ctx: StageContext, key: str) -> None:
         log.warning("deleting an upload no document awaits", extra={"document_id": str(doc_id)})
     elif arrived.size > ctx.settings.max_upload_bytes:
         # S3 enforces the POST policy's size range; a store that does not (moto) is caught here.
-        fail_document(ctx, doc.id, 1, "queued", too_large(ctx.settings))
+        fail_document(ctx, doc.id, 1, "queued", too_large(ctx.settings), file_gone=True)
     else:
         ctx.store.copy(key, doc.storage_path, metadata={"document-id": str(doc.id)})
     ctx.store.delete(key)

@@ -15,7 +15,13 @@ from sluice.config import UploadSettings
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
 from sluice.db.documents import Document
-from sluice.errors import FileTooLargeError, ScannedPdfError, StoredFileMissingError
+from sluice.errors import (
+    ArchiveRefusedError,
+    FileTooLargeError,
+    ScannedPdfError,
+    StoredFileMissingError,
+    UnsupportedTypeError,
+)
 from sluice.ingest.archive import unpack_archive
 from sluice.ingest.artifacts import write_images, write_parsed
 from sluice.ingest.families import kb_kind
@@ -30,13 +36,24 @@ from sluice.storage import ObjectStore, content_key, stage_key
 
 
 def parse_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int) -> None:
-    def refused(doc: Document, exc: BaseException) -> None:
-        # A refused upload is not kept: the row says why (R-UP-2). A missing one has nothing to
-        # delete, and an inbox object is the caller's own, not ours to remove.
-        if doc.storage_path and doc.source != "s3_drop" and not isinstance(exc, StoredFileMissingError):
-            ctx.store.delete(doc.storage_path)
+    run_stage(ctx, doc_id, attempt, "parsing", lambda doc: _parse(ctx, doc, attempt),
+              discards_file=_leaves_no_file)
 
-    run_stage(ctx, doc_id, attempt, "parsing", lambda doc: _parse(ctx, doc, attempt), on_final=refused)
+
+# What the parse stage refuses to hold (R-UP-2, R-ARC-1): a file over the ceiling, of a type no base
+# reads, or an archive refused whole.
+_NOT_KEPT = (FileTooLargeError, UnsupportedTypeError, ArchiveRefusedError)
+
+
+def _leaves_no_file(doc: Document, exc: BaseException) -> bool:
+    """Whether a final parse failure leaves the document without a stored original to retry from.
+
+    The file is missing, or it is refused as what it is and deleted. A file that was only not read
+    (damaged, encrypted, scanned with OCR off, too slow, a plan the collection no longer allows) is
+    kept: a retry reads it again, after whatever stopped it changed. An inbox object is the caller's
+    own and stays (R-UP-3: its removal removes the document).
+    """
+    return doc.source != "s3_drop" and isinstance(exc, (StoredFileMissingError, *_NOT_KEPT))
 
 
 def too_large(settings: UploadSettings) -> FileTooLargeError:

@@ -93,7 +93,9 @@ def _reap_one(ctx: StageContext, queues: StageQueues, backlog: _Backlog, doc: Do
               reaped: Reaped) -> None:
     resume = _resume_from(ctx.store, queues, doc)
     if resume is None:
-        reaped.failed += _fail(ctx, doc, NEVER_ARRIVED if _awaited_its_upload(doc) else STORED_FILE_GONE)
+        # Nothing to resume from: no original is stored, and the row stops naming one (R-DOC-5).
+        reaped.failed += _fail(ctx, doc, NEVER_ARRIVED if _awaited_its_upload(doc) else STORED_FILE_GONE,
+                               file_gone=True)
         return
     queue, message = resume
 
@@ -133,10 +135,10 @@ def _awaited_its_upload(doc: Document) -> bool:
     return doc.source == "upload" and doc.stage == "queued" and doc.filetype is None and doc.source_path is None
 
 
-def _fail(ctx: StageContext, doc: Document, reason: str) -> int:
+def _fail(ctx: StageContext, doc: Document, reason: str, *, file_gone: bool = False) -> int:
     with ctx.uow() as conn:
         failed = doc_repo.mark_failed(conn, doc.id, reason, expect_attempt=doc.attempt,
-                                      expect_updated_at=doc.updated_at)
+                                      expect_updated_at=doc.updated_at, file_gone=file_gone)
     if failed:
         log.warning("failed a stalled document", extra={"document_id": str(doc.id), "stage": doc.stage})
     return int(failed)

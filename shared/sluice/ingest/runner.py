@@ -96,12 +96,14 @@ def claim(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, stage: str)
 
 
 def fail_document(ctx: StageContext, doc_id: uuid.UUID, attempt: int | None, stage: str,
-                  exc: BaseException) -> None:
-    """Mark the row ``error`` with the R-DOC-4 summary; the log keeps the exception."""
+                  exc: BaseException, *, file_gone: bool = False) -> None:
+    """Mark the row ``error`` with the R-DOC-4 summary; the log keeps the exception. ``file_gone``: no
+    stored original is left to retry from (``doc_repo.mark_failed``)."""
     log.warning("document failed", exc_info=None if is_refusal(exc) else exc,
                 extra={"document_id": str(doc_id), "stage": stage, "error_type": type(exc).__name__})
     with ctx.uow() as conn:
-        doc_repo.mark_failed(conn, doc_id, failure_summary(stage, exc), stage=stage, expect_attempt=attempt)
+        doc_repo.mark_failed(conn, doc_id, failure_summary(stage, exc), stage=stage, expect_attempt=attempt,
+                             file_gone=file_gone)
 
 
 def note_failed_delivery(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str,
@@ -118,12 +120,14 @@ def note_failed_delivery(ctx: StageContext, doc_id: uuid.UUID, attempt: int, sta
 
 def run_stage(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str, work: Callable[[Document], None],
               *, is_final: Callable[[BaseException], bool] = is_refusal,
-              on_final: Callable[[Document, BaseException], None] | None = None) -> None:
+              discards_file: Callable[[Document, BaseException], bool] | None = None) -> None:
     """Claim the row, do ``work`` on it, and settle what went wrong: the skeleton of every stage.
 
-    A stale event does nothing. A final failure (``is_final``) fails the row now,
-    then ``on_final`` cleans up after it; any other records the summary and raises
-    for the queue to deliver again.
+    A stale event does nothing. A final failure (``is_final``) fails the row now;
+    one that ``discards_file`` says leaves no stored original (it is missing, or
+    refused and not kept) deletes the object and the row stops naming it, so
+    ``has_file`` and a retry agree (R-DOC-5). Any other failure records the
+    summary and raises for the queue to deliver again.
     """
     def claimed() -> Document | None:
         try:
@@ -136,9 +140,12 @@ def run_stage(ctx: StageContext, doc_id: uuid.UUID, attempt: int, stage: str, wo
 
     def fail(doc: Document, raised: BaseException) -> None:
         where, exc = unwrapped(raised)
-        fail_document(ctx, doc_id, attempt, where, exc)
-        if on_final is not None:
-            on_final(doc, exc)
+        gone = discards_file is not None and discards_file(doc, exc)
+        if gone and doc.storage_path:
+            # The object first: a failed delete leaves the row processing for the queue to deliver
+            # again, never an object no row names (a teardown finds objects through their rows).
+            ctx.store.delete(doc.storage_path)
+        fail_document(ctx, doc_id, attempt, where, exc, file_gone=gone)
 
     def retry_later(doc: Document, raised: BaseException) -> None:
         where, exc = unwrapped(raised)

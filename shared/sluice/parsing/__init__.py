@@ -6,7 +6,8 @@ R-ARC-1..3 (archive and Office-container safety). Every refusal is a
 ``DocumentRefused`` subclass whose message is a sentence for the user.
 """
 
-from sluice.parsing.archives import check_archive, is_safe_member_path, iter_archive_members
+from sluice.parsing.archive_limits import is_safe_member_path
+from sluice.parsing.archives import check_archive, iter_archive_members
 from sluice.parsing.budget import ParseBudget
 from sluice.parsing.document import ArchiveMember, PageText, ParsedDocument
 from sluice.parsing.extract import extract

@@ -153,7 +153,7 @@ def extract(data: bytes, kind: FileKind, budget: ParseBudget, images: ImageOptio
 
 
 def _check_office_container(data: bytes, kind: FileKind, budget: ParseBudget, label: str) -> None:
-    from sluice.parsing.archives import check_container, zip_container_is_encrypted_odf
+    from sluice.parsing.containers import check_container, zip_container_is_encrypted_odf
     from sluice.parsing.sniff import OLE2_MAGIC
 
     if data.startswith(OLE2_MAGIC):

@@ -12,7 +12,7 @@ Looked for in this order, the first found wins:
    ``/tmp`` on the first .doc of an execution environment (a few seconds) and reused afterwards.
 
 The parse template attaches such a layer with the stack parameter ``LibreOfficeLayerArn``
-(README "Deploying"); without one a .doc fails with a sentence naming that parameter.
+(docs/operations/deploying.md); without one a .doc fails with a sentence naming that parameter.
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ sentence, never sent to be refused at a price):
   (API reference, DetectDocumentText).
 
 Textract has no language setting: ``languages()`` is None and the collection's ``ocr_languages`` is
-ignored (README "OCR on AWS"). Calls run ``max_concurrency`` at a time from a thread pool (boto3 clients
-are thread-safe); throttling and server errors are retried with exponential backoff and full jitter
-(sluice.retry) until one deadline for the whole document passes. A page Textract refuses, or
+ignored (docs/operations/deploying.md "OCR on AWS"). Calls run ``max_concurrency`` at a time from a
+thread pool (boto3 clients are thread-safe); throttling and server errors are retried with exponential
+backoff and full jitter (sluice.retry) until one deadline for the whole document passes. A page Textract refuses, or
 one still throttled when its tries or the time run out, comes back as ``Recognised(text=None, error=...)``
 so the document's note counts it.
 """

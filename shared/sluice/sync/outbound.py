@@ -29,8 +29,8 @@ from sluice.outbound import (
 )
 from sluice.retry import Failure, RetryPolicy, Try, call, parse_retry_after
 
-__all__ = ["Busy", "EndpointNotAllowed", "NOT_DOCUMENTED_HOST", "SENTENCES", "guarded_client", "retry_failure",
-           "saas_url_problem", "send_retried", "sync_policy", "url_problem_for_source"]
+__all__ = ["Busy", "EndpointNotAllowed", "NOT_DOCUMENTED_HOST", "NOT_REACHABLE", "SENTENCES", "guarded_client",
+           "retry_failure", "saas_url_problem", "send_retried", "sync_policy", "url_problem_for_source"]
 
 SENTENCES = Sentences(
     not_http="Must be an http(s) URL such as https://docs.example.com/.",
@@ -41,6 +41,8 @@ SENTENCES = Sentences(
 NOT_DOCUMENTED_HOST = ("Must be one of the service's own hosts ({hosts}); any other host needs the operator to "
                        "list it in SyncAllowedHosts (SYNC_ALLOWED_HOSTS).")
 NOT_HTTPS = "Must be an https URL; plain http only to a host the operator lists in SyncAllowedHosts."
+# How a connector's report names a connection the guard refused (no host, no address: words only).
+NOT_REACHABLE = "the address is not one the deployment may reach"
 
 
 def sync_policy(settings: SyncSettings) -> OutboundPolicy:

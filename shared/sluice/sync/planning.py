@@ -3,6 +3,10 @@
 Matching (R-SYNC-3) asks, in order: this source's own claim at the file's address; a
 document of the base at that address; a document of that name that no address claims (an
 upload, so a file uploaded by hand and later synced is replaced rather than duplicated);
+where the change signal names the content (a git blob id, a Drive md5Checksum:
+``Connector.content_id``), this source's document with that signal at an address this run's
+whole listing no longer names - the same file renamed (to a name of the same kind), moved to its
+new address without a fetch;
 and, after the download, a document with the same bytes at no address. A document naming a
 different address is never a candidate: ``a/readme.md`` and ``b/readme.md`` are two files.
 
@@ -26,6 +30,7 @@ changes (no retry loop); a retry of failed files (``forced``) fetches it regardl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from sluice.db.document_claims import Claim
 from sluice.db.documents import Document
@@ -43,6 +48,8 @@ class FileFacts:
     claims: list[Claim] = field(default_factory=list)  # this source's, most recently confirmed first
     at_address: list[Document] = field(default_factory=list)  # the base's, newest first
     by_name: list[Document] = field(default_factory=list)  # unaddressed, newest first
+    # this source's claims with the file's content id at addresses the run did not list (a rename)
+    moved: list[Claim] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,17 @@ class Fetch:
 
 
 @dataclass(frozen=True)
+class Move:
+    """The file is ``claim``'s document renamed: readdress it (its chunks kept), fetch nothing."""
+
+    claim: Claim
+
+    def reason(self) -> str:
+        return (f"Renamed from {self.claim.source_path}: its document was kept under this address, not fetched "
+                "or embedded again.")
+
+
+@dataclass(frozen=True)
 class Ingest:
     """Hand the bytes to the pipeline; ``replaces`` is retired once the new document is stored."""
 
@@ -76,6 +94,11 @@ def _same_signal(etag: str | None, size: int | None, file: RunFile) -> bool:
     return bool(etag) and etag == file.etag and size == file.size
 
 
+def _same_kind(a: str, b: str) -> bool:
+    """Whether two names would be read the same way (their extension): a rename to another kind is read anew."""
+    return PurePosixPath(a).suffix.lower() == PurePosixPath(b).suffix.lower()
+
+
 def _done(docs: list[Document]) -> Document | None:
     return next((d for d in docs if d.status == "done"), None)
 
@@ -85,7 +108,7 @@ def carried_failure(doc: Document) -> str:
             "It is not fetched again until it changes; retry-failed retries it now.")
 
 
-def decide_before(facts: FileFacts, mode: str, *, forced: bool = False) -> Skip | Fetch:
+def decide_before(facts: FileFacts, mode: str, *, forced: bool = False) -> Skip | Fetch | Move:
     """The decision the change signal allows before any byte is fetched."""
     f = facts.file
     redo = forced or mode == "full"
@@ -116,6 +139,10 @@ def decide_before(facts: FileFacts, mode: str, *, forced: bool = False) -> Skip 
     named = _done(facts.by_name)
     if named is not None:
         return Fetch(named)
+    moved = next((c for c in facts.moved if c.document.status == "done" and _same_signal(c.etag, c.size, f)
+                  and _same_kind(c.document.filename, f.name)), None)
+    if moved is not None and not redo:
+        return Move(moved)
     if mode == "update_only" and not facts.at_address:
         return Skip("ignored", IGNORED_NEW)
     return Fetch(None)

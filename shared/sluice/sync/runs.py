@@ -34,6 +34,11 @@ from sluice.sync.sources import get_source, parse_id, reachable_source
 log = logging.getLogger("sluice.sync")
 # A run still queued this long after its row was written never got its execution started.
 STARTLESS = timedelta(minutes=5)
+# What a run whose connector answered "nothing changed" (RemoteListing.unchanged) says: its zero counts
+# are the answer, not a listing that found nothing.
+NOTHING_CHANGED = ("Nothing changed since the last successful run: the source answered that what that run kept is "
+                   "still current (for git, the ref still points at the same commit), so nothing was listed, "
+                   "fetched or removed.")
 
 
 def _stale(ctx: SyncContext, run: SyncRun) -> bool:
@@ -205,6 +210,11 @@ def reachable_run(conn: Connection, p: Principal, run_id: str, *, for_update: bo
 class RunState:
     run: SyncRun
     progress: Progress
+
+    @property
+    def note(self) -> str | None:
+        """The run in words where its counts alone would mislead."""
+        return NOTHING_CHANGED if self.run.unchanged else None
 
 
 def run_state(conn: Connection, run: SyncRun) -> RunState:

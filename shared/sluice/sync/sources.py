@@ -290,8 +290,8 @@ def preview_source(conn: Connection, p: Principal, kb_id: str, body: PreviewSync
         refusals.update(exc.details.get("fields", {}))
     where = f"{kb.collection_name} by {audience(kb)}"
     if cls.SECRET_KIND is None:
-        return Preview(f"This source reads only what its address makes public, and everything it ingests becomes "
-                       f"searchable in {where}.", refusals)
+        return Preview(f"This source needs no credential: it reads only what its address makes public, and "
+                       f"everything it ingests becomes searchable in {where}.", refusals)
     if body.secret_id is None:
         credential = "The deployment's own role" if "secret_id" not in refusals else "The source's credential"
     else:

@@ -32,6 +32,7 @@ from sluice.admission import check_indexing_open, sync_deferred
 from sluice.db import document_claims as claims
 from sluice.db import documents as doc_repo
 from sluice.db import knowledge_bases as kb_repo
+from sluice.db import sync_journal as journal
 from sluice.db import sync_runs as runs
 from sluice.db import sync_sources as sources
 from sluice.db.connection import Connection
@@ -44,11 +45,12 @@ from sluice.errors import SluiceError
 from sluice.ingest.families import kb_family_by_name
 from sluice.ingest.retire import delete_row_and_chunks, forget_objects
 from sluice.storage import display_name
-from sluice.sync.connectors import Connector, RemoteFile, SourceRefused
+from sluice.sync.connectors import CONNECTORS, Connector, RemoteFile, SourceRefused
 from sluice.sync.context import SyncContext
 from sluice.sync.handoff import HandOffRefused, hand_off
-from sluice.sync.planning import FileFacts, Skip, decide_after, decide_before
+from sluice.sync.planning import FileFacts, Move, Skip, decide_after, decide_before
 from sluice.sync.remote_names import RemoteNameRefused, remote_name
+from sluice.vectors import store as vector_store
 
 log = logging.getLogger("sluice.sync")
 T = TypeVar("T")
@@ -80,7 +82,7 @@ def run_task(ctx: SyncContext, event: dict[str, Any]) -> dict[str, Any]:
 def _fail_run(ctx: SyncContext, run_id: uuid.UUID, reason: str) -> dict[str, Any]:
     with ctx.uow() as conn:
         runs.update(conn, run_id, only_active=True, error=reason, listing_complete=False)
-    return {"batches": []}
+    return {"batches": [], "more": False}
 
 
 def _load(conn: Connection, run_id: uuid.UUID) -> tuple[SyncRun | None, SyncSource | None, KnowledgeBase | None]:
@@ -90,11 +92,35 @@ def _load(conn: Connection, run_id: uuid.UUID) -> tuple[SyncRun | None, SyncSour
     return run, sources.get(conn, run.source_id), kb_repo.get(conn, run.kb_id)
 
 
+class _Journal:
+    """The run's listing journal in the database: each append is its own transaction."""
+
+    def __init__(self, ctx: SyncContext, run_id: uuid.UUID) -> None:
+        self.ctx, self.run_id = ctx, run_id
+
+    def entries(self) -> list[dict[str, Any]]:
+        with self.ctx.uow() as conn:
+            return journal.read(conn, self.run_id)
+
+    def append(self, entries: list[dict[str, Any]]) -> None:
+        with self.ctx.uow() as conn:
+            journal.append(conn, self.run_id, entries)
+
+
+def _count_transfer(ctx: SyncContext, run_id: uuid.UUID, connector: Connector) -> None:
+    moved = connector.transfer()
+    if moved is not None and any(moved):
+        with ctx.uow() as conn:
+            runs.add_transfer(conn, run_id, *moved)
+
+
 def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> dict[str, Any]:
+    """The listing, or one bounded step of it: ``more`` says the state machine runs this task again
+    (a crawl longer than one function's time), which goes on from the run's journal."""
     with ctx.uow() as conn:
         run, source, kb = _load(conn, run_id)
         if run is None or not run.active:
-            return {"batches": []}
+            return {"batches": [], "more": False}
         runs.update(conn, run_id, status="running", started_at=run.started_at or datetime.now(UTC))
     if source is None or kb is None or source.kb_id != run.kb_id:
         return _fail_run(ctx, run_id, "The source was deleted or moved to another base before the run began.")
@@ -108,7 +134,13 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
         return _fail_run(ctx, run_id, str(exc))
     except PydanticValidationError:
         return _fail_run(ctx, run_id, "The source's configuration is no longer valid; correct it and run again.")
-    listing = connector.list_files(limit=ctx.settings.sync_max_keys_per_run)
+    try:
+        listing = connector.list_step(ctx.settings.sync_max_keys_per_run, _Journal(ctx, run_id))
+    finally:
+        _count_transfer(ctx, run_id, connector)
+    if listing is None:
+        log.info("listed part of the source; the next step goes on", extra={"run_id": str(run_id)})
+        return {"batches": [], "more": True}
     only: set[str] | None = None
     if run.trigger == "retry" and run.retry_of is not None:
         with ctx.uow() as conn:
@@ -117,13 +149,18 @@ def list_files(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -> di
     with ctx.uow() as conn:
         runs.clear_files(conn, run_id)  # a retried task starts the listing over
         runs.add_files(conn, run_id, rows)
+        # A state kept at once (a crawl's validators) is not kept twice, on the run as well.
         runs.update(conn, run_id, listing_complete=listing.complete, files_listed=len(rows),
                     error=None if listing.complete else listing.problem, unchanged=listing.unchanged,
-                    connector_state=listing.state)
+                    connector_state=None if listing.keep_state_now else listing.state)
+        if listing.keep_state_now and listing.state is not None and run.trigger != "retry":
+            sources.keep_connector_state(conn, source.id, listing.state)
+        journal.clear(conn, run_id)
     batches = sorted({r.batch for r in rows if r.outcome is None})
     log.info("listed", extra={"run_id": str(run_id), "files": len(rows), "complete": listing.complete,
                               "batches": len(batches), "markers_skipped": listing.markers_skipped})
-    return {"batches": [{"run_id": str(run_id), "batch": b} for b in batches], "complete": listing.complete}
+    return {"batches": [{"run_id": str(run_id), "batch": b} for b in batches], "complete": listing.complete,
+            "more": False}
 
 
 # A Map's items travel in the execution's state (at most 256 KB) and each iteration adds events to
@@ -145,6 +182,8 @@ def _rows(ctx: SyncContext, files: list[RemoteFile]) -> list[RunFile]:
             name, outcome, reason = remote_name(f.key), None, None
         except RemoteNameRefused as exc:
             name, outcome, reason = (f.key.rstrip("/").rsplit("/", 1)[-1] or f.key)[-255:] or "/", "failed", str(exc)
+        if outcome is None and f.failure:
+            outcome, reason = "failed", f.failure
         if outcome is None and f.note:
             outcome, reason = "ignored", f.note
         if outcome is None:
@@ -154,7 +193,7 @@ def _rows(ctx: SyncContext, files: list[RemoteFile]) -> list[RunFile]:
             bytes_in_batch += f.size
         rows.append(RunFile(seq=seq, batch=batch, source_path=f.source_path, remote_key=f.key,
                             name=name.replace("\x00", ""), etag=f.etag, size=f.size, outcome=outcome,
-                            reason=reason, decided_at=now if outcome else None))
+                            reason=reason if outcome else f.hint, decided_at=now if outcome else None))
     return rows
 
 
@@ -171,7 +210,8 @@ def _answer(ctx: SyncContext, what: str, ask: Callable[[Connection], T], default
         return default
 
 
-def _gather(ctx: SyncContext, source: SyncSource, kb: KnowledgeBase, files: list[RunFile]) -> dict[int, FileFacts]:
+def _gather(ctx: SyncContext, run: SyncRun, source: SyncSource, kb: KnowledgeBase, files: list[RunFile]
+            ) -> dict[int, FileFacts]:
     paths = [f.source_path for f in files]
     no_claims: dict[str, list[Claim]] = {}
     no_documents: dict[str, list[Document]] = {}
@@ -179,8 +219,16 @@ def _gather(ctx: SyncContext, source: SyncSource, kb: KnowledgeBase, files: list
     at = _answer(ctx, "address", lambda c: claims.by_addresses(c, kb.id, paths), no_documents)
     names = sorted({display_name(f.name) for f in files})
     named = _answer(ctx, "name", lambda c: claims.unaddressed_by_names(c, kb.id, names), no_documents)
+    # A rename, where the signal names the content: asked only for files new at their address, and only
+    # when the listing was whole (an address a cut listing did not reach has not gone anywhere).
+    kind = CONNECTORS.get(source.connector)
+    renamed = [f.etag for f in files if f.etag and kind is not None and kind.content_id(f.etag)
+               and not claimed.get(f.source_path) and not at.get(f.source_path)]
+    moved = no_claims
+    if renamed and run.listing_complete and run.trigger != "retry":
+        moved = _answer(ctx, "renamed", lambda c: claims.left_behind(c, source.id, kb.id, run.id, renamed), no_claims)
     return {f.seq: FileFacts(f, claimed.get(f.source_path, []), at.get(f.source_path, []),
-                             named.get(display_name(f.name), []))
+                             named.get(display_name(f.name), []), moved.get(f.etag or "", []))
             for f in files}
 
 
@@ -218,12 +266,19 @@ def process_batch(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) ->
             decided.append(refused)
         else:
             candidates.append(f)
-    facts = _gather(ctx, source, kb, candidates)
+    facts = _gather(ctx, run, source, kb, candidates)
     for f in candidates:
         decision = decide_before(facts[f.seq], run.sync_mode, forced=forced)
-        if isinstance(decision, Skip):
+        if isinstance(decision, Move):
+            moved = _move(ctx, source, kb, f, decision)
+            if moved is None:
+                fetches.append((f, None))  # taken by another file of the run meanwhile: this one is new
+            else:
+                decided.append(moved)
+        elif isinstance(decision, Skip):
             doc = decision.document
-            decided.append(Outcome(f.seq, decision.outcome, decision.reason, doc.id if doc else None))
+            reason = decision.reason or (f.reason if decision.outcome == "unchanged" else None)
+            decided.append(Outcome(f.seq, decision.outcome, reason, doc.id if doc else None))
             if decision.outcome == "unchanged" and doc is not None:
                 confirmed.append((f, doc))
         else:
@@ -237,6 +292,25 @@ def process_batch(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) ->
     return {"batch": batch, "decided": len(todo), "fetched": len(fetches)}
 
 
+def _move(ctx: SyncContext, source: SyncSource, kb: KnowledgeBase, f: RunFile, move: Move) -> Outcome | None:
+    """Readdress the renamed file's document, its chunks kept; None when it is no longer where the lookup
+    saw it (another file of this run took it), is an archive, or another source still lists it."""
+    old = move.claim.source_path
+    with ctx.uow() as conn:
+        doc_repo.lock_address(conn, kb.id, f.source_path)
+        doc = doc_repo.get(conn, move.claim.document.id, for_update=True)
+        if (doc is None or doc.status != "done" or doc.source_path != old
+                or doc_repo.by_address(conn, kb.id, f.source_path) or claims.claimants(conn, doc.id) != [source.id]
+                or doc_repo.archive_members(conn, kb.id, old)):
+            return None
+        name = display_name(f.name)
+        doc_repo.readdress(conn, doc.id, source_path=f.source_path, filename=name, source_etag=f.etag)
+        vector_store.readdress_document_chunks(conn, kb.collection_name, doc.id, source_path=f.source_path,
+                                               filename=name)
+        claims.claim(conn, source.id, doc.id, f.source_path, f.etag, f.size)
+    return Outcome(f.seq, "unchanged", move.reason(), doc.id)
+
+
 def _fetch_all(ctx: SyncContext, run: SyncRun, source: SyncSource, kb: KnowledgeBase,
                fetches: list[tuple[RunFile, Document | None]]) -> None:
     try:
@@ -246,6 +320,14 @@ def _fetch_all(ctx: SyncContext, run: SyncRun, source: SyncSource, kb: Knowledge
         with ctx.uow() as conn:
             runs.record(conn, run.id, [Outcome(f.seq, "failed", reason) for f, _ in fetches])
         return
+    try:
+        _fetch_each(ctx, connector, run, source, kb, fetches)
+    finally:
+        _count_transfer(ctx, run.id, connector)
+
+
+def _fetch_each(ctx: SyncContext, connector: Connector, run: SyncRun, source: SyncSource, kb: KnowledgeBase,
+                fetches: list[tuple[RunFile, Document | None]]) -> None:
     with tempfile.TemporaryDirectory(prefix="sluice-sync-") as tmp:
         for f, current in fetches:
             try:
@@ -413,6 +495,7 @@ def record_failure(ctx: SyncContext, run_id: uuid.UUID, event: dict[str, Any]) -
     with ctx.uow() as conn:
         runs.settle_pending(conn, run_id, gone=GONE, unknown_failure=UNKNOWN_FAILURE)
         runs.fail_undecided(conn, run_id, UNDECIDED)
+        journal.clear(conn, run_id)  # a listing left part-way is not gone on with
         runs.update(conn, run_id, only_active=True, status="failed", finished_at=datetime.now(UTC),
                     error=f"The run stopped at its {step} step ({name}); nothing was removed. The next run starts "
                           "over.", **_totals(runs.progress(conn, run_id)))

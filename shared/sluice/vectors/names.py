@@ -19,6 +19,8 @@ SCHEMA_TABLES = frozenset({
     "upload_quotas", "upload_events",
     # source syncs (0006)
     "sync_sources", "sync_logs", "sync_log_files", "document_claims", "sync_audit",
+    # a listing of several steps: its journal (0023)
+    "sync_list_journal",
     # documents shared into private pools (0009)
     "document_recipients",
     # teardowns' document lists (0007)

@@ -232,6 +232,17 @@ def replace_document_chunks(conn: Connection, collection: str, document_id: uuid
     return len(rows)
 
 
+def readdress_document_chunks(conn: Connection, collection: str, document_id: uuid.UUID, *, source_path: str,
+                              filename: str) -> int:
+    """A renamed document's chunks carry its new address and name; their content and vectors stay."""
+    if not table_exists(conn, collection):
+        return 0
+    cur = conn.execute(
+        sql.SQL("UPDATE {t} SET source_path = %s, filename = %s WHERE document_id = %s").format(
+            t=table_ident(collection)), (source_path, filename, document_id))
+    return cur.rowcount
+
+
 def delete_document_chunks(conn: Connection, collection: str, document_id: uuid.UUID) -> int:
     if not table_exists(conn, collection):
         return 0

@@ -209,7 +209,7 @@ def test_an_object_over_the_ceiling_is_refused_at_parse_and_deleted(harness):
     h.deliver(h.parse_message(doc_id))
     doc = h.document(doc_id)
     assert doc.status == "error" and doc.error_message.startswith("The file is larger than the 0 MB limit")
-    assert h.keys(storage_path) == []
+    assert h.keys(storage_path) == [] and doc.storage_path is None
 
 
 def test_a_plan_the_collection_no_longer_allows_fails_the_document_with_its_reason(harness):
@@ -241,11 +241,12 @@ def test_a_presigned_file_that_is_not_what_its_name_says_is_refused_at_parse_and
     h.deliver(("ingest", h.object_event(key)))
     h.deliver(h.parse_message(accepted.document.id))
 
-    # THEN the row says why, the object is gone, and nothing was indexed
+    # THEN the row says why, the object is gone (and the row names none: no file, no retry), and
+    # nothing was indexed
     doc = h.document(accepted.document.id)
     assert doc.status == "error"
     assert "invoice.pdf is named as a PDF" in doc.error_message and "Windows program" in doc.error_message
-    assert h.keys(key) == [] and h.keys(doc.storage_path) == []
+    assert h.keys(key) == [] and h.keys(accepted.document.storage_path) == [] and doc.storage_path is None
     assert h.chunk_count(accepted.document.id) == 0
 
 

@@ -26,6 +26,7 @@ from sluice.ingest.dead_letters import on_dead_letter
 from sluice.retry import RetryPolicy
 from tests.fakes import FakeOpenAI, Reply, serving
 from tests.integration.ingest.conftest import ALICE, paragraphs
+from tests.session_servers import restart_postgres
 
 DELIVERIES = 3  # the stage queues' maxReceiveCount in template.yaml
 
@@ -72,13 +73,6 @@ def deliver_until_settled(h, message, deliveries: int = DELIVERIES) -> int:
 
 
 # --- PostgreSQL restarted in the middle of an embed batch ---------------------------------------
-
-
-def restart_postgres(pg_server) -> None:
-    from pgserver._commands import pg_ctl
-
-    pg_ctl(["-w", "-m", "fast", "-l", str(pg_server.log), "restart"], pgdata=pg_server.pgdata,
-           user=pg_server.system_user, timeout=60)
 
 
 def test_postgresql_restarted_in_the_middle_of_an_embed_batch(harness, pg_server):

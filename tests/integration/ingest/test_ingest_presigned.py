@@ -64,4 +64,4 @@ def test_an_arrival_over_the_ceiling_fails_the_document_and_is_not_kept(harness)
     post(h, upload, b"x" * (1024 * 1024 + 1))
     failed = h.document(doc.id)
     assert failed.status == "error" and "larger than the 1 MB limit" in failed.error_message
-    assert h.keys("incoming/") == [] and h.keys("rag/") == []
+    assert h.keys("incoming/") == [] and h.keys("rag/") == [] and failed.storage_path is None

@@ -1,5 +1,5 @@
 """`sluice local up --expose` and `sluice local env --for-sam`: the local stack as `sam local`'s
-containers reach it (README "Testing with sam local").
+containers reach it (docs/operations/sam-local.md).
 
 One exposed stack (its own embedded PostgreSQL, moto, the product's template) for the module; the
 containers' host name is 127.0.0.1 here, as the built-artifact check (tests/built) uses it."""

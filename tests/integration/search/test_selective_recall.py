@@ -122,7 +122,7 @@ def loaded(loaded_url):
 def iterative_server(conn) -> None:
     if not table_facts(conn, COLLECTION).iterative_scan:
         pytest.skip("the server runs pgvector < 0.8: `make install` builds 0.8 from ../shared/vendor or a clone "
-                    "of the tagged release (README)")
+                    "of the tagged release (docs/operations/local-runtime.md)")
 
 
 def exact_top(vectors: np.ndarray, mask: np.ndarray, q: np.ndarray, k: int) -> list[int]:

@@ -193,6 +193,15 @@ def test_globs_and_tokens():
         read_token("two words")
 
 
+def test_a_listed_blob_id_names_its_content_and_a_submodules_commit_does_not(server):
+    # what lets a run move a renamed file's document without fetching it (tasks: Connector.content_id)
+    server.commit(DOCS)
+    files = {f.key: f for f in opened(server).list_files().files}
+    blob = files["README.md"].etag
+    assert blob == server.blob_id("README.md") and GitConnector.content_id(blob) == blob
+    assert GitConnector.content_id(f"submodule:{blob}") is None and GitConnector.content_id(None) is None
+
+
 def test_the_blob_fetch_checks_the_bytes_are_the_blob_asked_for(server):
     server.commit(DOCS)
     conn = opened(server)

@@ -158,3 +158,129 @@ def test_config_and_credential_refusals_name_their_field_or_say_why():
     with pytest.raises(SourceRefused, match="no Azure credential"):
         AzureBlobConnector.open(AzureBlobConnector.parse_config({"account": "acct", "container": "docs"}), None,
                                 external_id="x", settings=NOBODY, client_factory=None, state={})
+
+
+# --- the outbound guard where the SDKs connect (sdk_http) -----------------------------------------------
+
+class Recorder:
+    """A loopback server answering every request with ``status`` (and ``location``), counting them."""
+
+    def __init__(self, host: str, status: int = 200, location: str | None = None) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.hits: list[str] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def answer(self) -> None:
+                owner.hits.append(self.path)
+                self.send_response(status)
+                if location:
+                    self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = do_HEAD = answer  # noqa: N815
+
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
+        self.url = f"http://{host}:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_policy_that_does_not_allow_the_endpoint_refuses_the_sdks_connection_in_words(azurite, gcs):
+    from sluice.sync.outbound import NOT_REACHABLE
+    from tests.remote_servers import AZURITE_ACCOUNT, AZURITE_KEY, service_account_key
+
+    # A config accepted once (its host listed then, or resolving elsewhere then) meets a run whose policy
+    # does not allow it: the SDK's own request is refused before a byte is sent.
+    name = f"c{uuid.uuid4().hex[:10]}"
+    azurite.service().create_container(name).upload_blob("a.md", b"a")
+    cfg = AzureBlobConnector.parse_config({"account": AZURITE_ACCOUNT, "container": name,
+                                           "endpoint": azurite.endpoint})
+    secret = json.dumps({"account_name": AZURITE_ACCOUNT, "account_key": AZURITE_KEY})
+    listing = AzureBlobConnector.open(cfg, secret, external_id="x", settings=NOBODY, client_factory=None,
+                                      state={}).list_files()
+    assert not listing.complete and listing.files == [] and NOT_REACHABLE in (listing.problem or "")
+
+    # GCS: the token endpoint listed by name, the storage endpoint not: the key signs in, the listing is refused
+    only_the_token = SyncContextSettings.model_validate({"SYNC_ALLOWED_HOSTS": "localhost"})
+    key = service_account_key(gcs.token.url.replace("127.0.0.1", "localhost"))
+    bucket = gcs.client().create_bucket(f"b-{uuid.uuid4().hex[:10]}")
+    bucket.blob("a.md").upload_from_string(b"a")
+    conn = GcsConnector.open(GcsConnector.parse_config({"bucket": bucket.name, "endpoint": gcs.endpoint}),
+                             json.dumps(key), external_id="x", settings=only_the_token, client_factory=None, state={})
+    listing = conn.list_files()
+    assert not listing.complete and listing.files == [] and NOT_REACHABLE in (listing.problem or "")
+
+
+def test_a_redirect_is_never_followed_off_the_endpoint(gcs, azurite):
+    from tests.remote_servers import AZURITE_ACCOUNT, AZURITE_KEY, service_account_key
+
+    # Only 127.0.0.1 is listed; the endpoint answers 302 to 127.0.0.2 (loopback too, so a follow would land)
+    elsewhere = Recorder("127.0.0.2")
+    redirector = Recorder("127.0.0.1", 302, elsewhere.url + "/stolen")
+    settings = SyncContextSettings.model_validate({"SYNC_ALLOWED_HOSTS": "127.0.0.1/32"})
+    try:
+        cfg = AzureBlobConnector.parse_config({"account": AZURITE_ACCOUNT, "container": "docs",
+                                               "endpoint": f"{redirector.url}/{AZURITE_ACCOUNT}"})
+        secret = json.dumps({"account_name": AZURITE_ACCOUNT, "account_key": AZURITE_KEY})
+        azure_listing = AzureBlobConnector.open(cfg, secret, external_id="x", settings=settings, client_factory=None,
+                                                state={}).list_files()
+        gcfg = GcsConnector.parse_config({"bucket": "docs", "endpoint": redirector.url})
+        gcs_listing = GcsConnector.open(gcfg, json.dumps(service_account_key(gcs.token.url)), external_id="x",
+                                        settings=settings, client_factory=None, state={}).list_files()
+        assert not azure_listing.complete and not gcs_listing.complete
+        assert len(redirector.hits) >= 2 and elsewhere.hits == []
+    finally:
+        redirector.close()
+        elsewhere.close()
+
+
+def test_a_name_that_re_points_after_the_check_reaches_nothing_inside(azurite, gcs):
+    from azure.core.pipeline.transport import RequestsTransport
+    from azure.storage.blob import BlobServiceClient
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    from sluice.outbound import EndpointNotAllowed, OutboundPolicy
+    from sluice.sync.connectors.sdk_http import guarded_session
+    from tests.remote_servers import AZURITE_ACCOUNT, AZURITE_KEY
+
+    # DNS rebinding: "localhost" answers the emulator's address, then the instance metadata service's
+    # for the next connection; the SDK's request through the guarded session is refused at connect.
+    answer = {"address": "127.0.0.1"}
+    policy = OutboundPolicy.parse("127.0.0.0/8")
+
+    def resolve(host: str) -> list[str]:
+        return [answer["address"]]
+
+    name = f"c{uuid.uuid4().hex[:10]}"
+    azurite.service().create_container(name).upload_blob("a.md", b"a")
+    session = guarded_session(policy, (), resolve=resolve)
+    service = BlobServiceClient(
+        azurite.endpoint.replace("127.0.0.1", "localhost"), retry_total=0,
+        credential={"account_name": AZURITE_ACCOUNT, "account_key": AZURITE_KEY},
+        transport=RequestsTransport(session=session, session_owner=True, use_env_settings=False))
+    assert [b.name for b in service.get_container_client(name).list_blobs()] == ["a.md"]
+
+    bucket = gcs.client().create_bucket(f"b-{uuid.uuid4().hex[:10]}")
+    gsession = guarded_session(policy, (), resolve=resolve)
+    client = storage.Client(project="test", credentials=AnonymousCredentials(), _http=gsession,
+                            client_options={"api_endpoint": gcs.endpoint.replace("127.0.0.1", "localhost")})
+    assert list(client.list_blobs(bucket.name)) == []
+
+    answer["address"] = "169.254.169.254"
+    for s in (session, gsession):
+        s.get_adapter("http://").poolmanager.clear()  # the next request needs a new connection
+    with pytest.raises(EndpointNotAllowed):
+        list(service.get_container_client(name).list_blobs())
+    with pytest.raises(EndpointNotAllowed):
+        list(client.list_blobs(bucket.name, retry=None))

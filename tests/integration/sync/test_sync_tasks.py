@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -347,6 +347,11 @@ def test_changing_what_a_source_reads_forgets_its_cursor(bucket: Bucket, db_url)
     with transaction() as conn:
         sources.update(conn, bench.source.id, {"config": {"folder": "elsewhere"}})
     assert _kept(bench.source.id) == {}
+    # a cursor kept in update_only mode moved past new files that mode ignored: another mode starts afresh
+    with transaction() as conn:
+        sources.keep_connector_state(conn, bench.source.id, {"delta": "https://example.com/delta?token=2"})
+        sources.update(conn, bench.source.id, {"sync_mode": "new_only"})
+    assert _kept(bench.source.id) == {}
 
 
 def test_the_opener_hands_the_connector_its_kept_state(bucket: Bucket, db_url):
@@ -371,6 +376,77 @@ def test_the_opener_hands_the_connector_its_kept_state(bucket: Bucket, db_url):
     connectors.CONNECTORS["memory"] = Recording
     try:
         opener.open(source, bench.kb)
+        assert seen == {"commit": "abc123"}
+        # full mode ingests every listed file again, so its connector lists everything: no cursor
+        seen.clear()
+        seen["sentinel"] = True
+        opener.open(replace(source, sync_mode="full"), bench.kb)
     finally:
         del connectors.CONNECTORS["memory"]
-    assert seen == {"commit": "abc123"}
+    assert seen == {"sentinel": True}
+
+
+class ContentIdConnector(MemoryConnector):
+    """A connector whose change signal names the content (as git's blob id or Drive's md5Checksum do)."""
+
+    @classmethod
+    def content_id(cls, etag: str | None) -> str | None:
+        return etag
+
+
+GUIDE = b"# Guide\n\nVersion one of the guide.\n"
+
+
+def _with_connector(bucket: Bucket, cls: type[MemoryConnector], objects: dict[str, bytes]) -> Bench:
+    bench = make_bench(bucket)
+    bench.remote = cls(objects)
+    bench.ctx.connectors = Opener(bench.remote)  # type: ignore[assignment]
+    return bench
+
+
+def test_a_renamed_file_whose_signal_names_its_content_keeps_its_document_unfetched(bucket: Bucket, db_url,
+                                                                                    monkeypatch):
+    from sluice.sync import connectors
+
+    monkeypatch.setitem(connectors.CONNECTORS, "memory", ContentIdConnector)
+    bench = _with_connector(bucket, ContentIdConnector, {"guide.md": GUIDE, "notes.md": b"Some notes.\n"})
+    first = bench.outcomes(_run_to_the_end(bench))
+    guide = first["guide.md"][1]
+    bench.remote.objects = {"manuals/guide-v2.md": GUIDE, "notes.md": b"Some notes.\n"}
+    bench.remote.fetched.clear()
+    run_id = _run_to_the_end(bench)
+    assert bench.outcomes(run_id) == {"manuals/guide-v2.md": ("unchanged", guide), "notes.md": ("unchanged",
+                                                                                                first["notes.md"][1])}
+    assert bench.remote.fetched == []  # decided from the listing: no byte fetched, nothing handed to the pipeline
+    with transaction() as conn:
+        run = runs.get(conn, run_id)
+        files, _ = runs.files_page(conn, run_id, limit=10, offset=0)
+        assert guide is not None
+        doc = doc_repo.get(conn, guide)
+        held = claims.claims_at(conn, bench.source.id, bench.kb.id, ["mem://box/manuals/guide-v2.md"])
+    assert run is not None and (run.files_unchanged, run.files_new, run.files_removed) == (2, 0, 0)
+    assert [f.reason for f in files if f.remote_key == "manuals/guide-v2.md"] == [
+        "Renamed from mem://box/guide.md: its document was kept under this address, not fetched or embedded "
+        "again."]
+    assert doc is not None and (doc.source_path, doc.filename) == ("mem://box/manuals/guide-v2.md", "guide-v2.md")
+    assert [c.document.id for c in held["mem://box/manuals/guide-v2.md"]] == [guide]
+
+    # a copy (the old address still listed) is a file of its own: fetched and ingested; so is a rename to
+    # another kind of file (notes.md read as Markdown; notes.txt would be read as text)
+    bench.remote.objects["copy.md"] = GUIDE
+    bench.remote.objects["notes.txt"] = bench.remote.objects.pop("notes.md")
+    outcomes = bench.outcomes(_run_to_the_end(bench))
+    assert outcomes["copy.md"][0] == "new" and outcomes["copy.md"][1] != guide
+    assert outcomes["notes.txt"][0] == "new" and outcomes["notes.txt"][1] != first["notes.md"][1]
+    assert sorted(bench.remote.fetched) == ["copy.md", "notes.txt"]
+
+
+def test_a_rename_is_fetched_again_where_the_signal_does_not_name_the_content(bucket: Bucket, db_url):
+    # an ETag is an opaque token (two objects may share one without sharing bytes): no move on its word
+    bench = _with_connector(bucket, MemoryConnector, {"guide.md": GUIDE})
+    guide = bench.outcomes(_run_to_the_end(bench))["guide.md"][1]
+    bench.remote.objects = {"manuals/guide.md": GUIDE}
+    run_id = _run_to_the_end(bench)
+    assert bench.remote.fetched[-1] == "manuals/guide.md"
+    outcome, doc_id = bench.outcomes(run_id)["manuals/guide.md"]
+    assert outcome == "new" and doc_id != guide

@@ -489,7 +489,7 @@ TEXT_SAMPLES = {
 
 SOFFICE_ABSENT = (
     "LibreOffice (soffice) is not installed: a .doc sample is made from a .docx by LibreOffice, and Sluice reads "
-    ".doc through it (`make install` installs it on Debian-like machines as root; README: Legacy Word documents)"
+    ".doc through it (`make install` installs it on Debian-like machines as root; docs/guides/parsers-and-ocr.md)"
 )
 
 

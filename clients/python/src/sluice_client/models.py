@@ -759,7 +759,11 @@ class SyncRunOut(SluiceModel):
     status: Literal['queued', 'running', 'succeeded', 'failed']
     listing_complete: bool | None = Field(description='Whether the listing was whole; a run removes nothing otherwise.')
     counts: RunCountsOut
+    nothing_changed: bool = Field(description='The source answered that nothing changed since the state its last successful run kept (an unchanged git ref, in one request): nothing was listed, fetched or removed, and the zero counts say so.')
+    note: str | None = Field(description='The run in words where its counts alone would mislead ("Nothing changed since the last successful run: ..."); null otherwise.')
     error: str | None = Field(description='Why the run failed, when it did.')
+    requests_made: int | None = Field(default=None, description="Requests the run made to the remote side (the web connector's crawl and fetches); null where not counted.")
+    bytes_downloaded: int | None = Field(default=None, description='Body bytes the run received from the remote side, as sent (a 304 adds none); null where not counted.')
     started_by: str
     created_at: datetime | None
     started_at: datetime | None

@@ -31,13 +31,14 @@ from sluice.sync.connectors.gdrive import GdriveConnector
 from sluice.sync.connectors.git import GitConnector
 from sluice.sync.connectors.s3 import ClientFactory, CredentialRefused, S3Config, S3Connector, default_client
 from sluice.sync.connectors.sharepoint import SharePointConnector
+from sluice.sync.connectors.web import WebConnector
 
 log = logging.getLogger("sluice.sync")
 
 CONNECTORS: dict[str, type[Connector]] = {
     cls.CONNECTOR_TYPE: cls
     for cls in (S3Connector, AzureBlobConnector, GcsConnector, GitConnector, GdriveConnector, ConfluenceConnector,
-                SharePointConnector)}
+                SharePointConnector, WebConnector)}
 
 __all__ = [
     "CONNECTORS",
@@ -59,6 +60,7 @@ __all__ = [
     "SecretValues",
     "SharePointConnector",
     "SourceRefused",
+    "WebConnector",
     "external_id",
 ]
 
@@ -125,5 +127,8 @@ class ConnectorOpener:
             if why is not None:
                 raise CredentialRefused(f"The source's secret does not belong to its base's tenant ({why}); "
                                         "nothing was read.")
+        # full mode ingests every listed file again, so the connector lists everything: a cursor (a delta
+        # link, a commit, a page's validators) would hand it only what changed.
+        state = {} if source.sync_mode == "full" else source.connector_state
         return cls.open(config, credential, external_id=external_id(kb), settings=self.settings,
-                        client_factory=self.client_factory, state=source.connector_state)
+                        client_factory=self.client_factory, state=state)

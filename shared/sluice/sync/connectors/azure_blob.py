@@ -9,6 +9,8 @@ between the listing and the fetch is refused (412) rather than hashed under the 
 The credential is the source's ``azure_storage`` secret: a SAS token, or an account key with its
 account's name. The service is ``https://<account>.blob.core.windows.net``; another endpoint (an
 Azurite emulator, a sovereign cloud's host) only when the operator lists it in ``SyncAllowedHosts``.
+The SDK's requests go through the outbound guard (``sdk_http``): each connection to an address the
+policy allows, checked where it is opened; no redirect followed.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sluice.config import SyncContextSettings
 from sluice.sync.connectors.base import ConfigRefusal, ListedPage, ObjectStoreConnector, RemoteFile, SourceRefused
-from sluice.sync.outbound import saas_url_problem, sync_policy
+from sluice.sync.outbound import NOT_REACHABLE, EndpointNotAllowed, saas_url_problem, sync_policy
 
 SECRET_KIND = "azure_storage"  # noqa: S105 - the kind of secret, not one
 DOCUMENTED_HOSTS = ("*.blob.core.windows.net",)
@@ -117,15 +119,23 @@ class AzureBlobConnector(ObjectStoreConnector):
     @classmethod
     def open(cls, config: BaseModel, credential: str | None, *, external_id: str, settings: SyncContextSettings,
              client_factory: Any, state: Mapping[str, Any]) -> AzureBlobConnector:
+        from azure.core.pipeline.transport import RequestsTransport
         from azure.storage.blob import BlobServiceClient
+
+        from sluice.sync.connectors.sdk_http import guarded_session
 
         assert isinstance(config, AzureBlobConfig)
         if credential is None:
             raise SourceRefused("An azure_blob source needs its azure_storage secret (a SAS token or an account key); "
                                 "the deployment has no Azure credential of its own.")
+        # azure-core's own transport, over a session that connects only where the policy allows, to
+        # Azure's hosts or the operator's, and follows no redirect (sdk_http).
+        transport = RequestsTransport(session=guarded_session(sync_policy(settings), DOCUMENTED_HOSTS),
+                                      session_owner=True, use_env_settings=False, connection_timeout=10,
+                                      read_timeout=60)
         service = BlobServiceClient(
-            config.service_url(), credential=read_credential(credential, config.account),
-            connection_timeout=10, read_timeout=60, retry_total=4,
+            config.service_url(), credential=read_credential(credential, config.account), transport=transport,
+            permit_redirects=False, connection_timeout=10, read_timeout=60, retry_total=4,
             # a download holds at most this much at once
             max_single_get_size=4 * 1024 * 1024, max_chunk_get_size=4 * 1024 * 1024)
         return cls(config, service.get_container_client(config.container))
@@ -153,6 +163,8 @@ class AzureBlobConnector(ObjectStoreConnector):
                 out.write(chunk)
 
     def describe_failure(self, exc: BaseException) -> str:
+        if isinstance(exc, EndpointNotAllowed):
+            return NOT_REACHABLE
         status = getattr(exc, "status_code", None)
         if status == 412:
             return "PreconditionFailed"

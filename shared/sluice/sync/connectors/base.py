@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
@@ -48,6 +48,12 @@ class RemoteFile:
     # A file the connector names and will not fetch (a git submodule, an LFS pointer): the run
     # reports it as ignored with this sentence.
     note: str | None = None
+    # A file the connector tried and could not read (a web page answering 5xx, a refused redirect):
+    # the run reports it failed with this sentence, and fetches nothing.
+    failure: str | None = None
+    # Why the connector expects it unchanged (a web page's 304): the report's reason when the change
+    # signal then decides it unchanged.
+    hint: str | None = None
 
 
 @dataclass
@@ -64,6 +70,20 @@ class RemoteListing:
     # Nothing changed since the kept state (an unchanged git ref): ``files`` is empty and the run
     # decides nothing and removes nothing.
     unchanged: bool = False
+    # The state is what the connector knows of the remote side (a web crawl's validators and links),
+    # not a cursor: kept at once, whatever the run's outcome, since every decision is still made
+    # against the source's claims (a page whose ingestion failed is fetched again).
+    keep_state_now: bool = False
+
+
+class ListingJournal(Protocol):
+    """Where a listing of several steps keeps what it did (the run's journal, migration 0023)."""
+
+    def entries(self) -> list[dict[str, Any]]:
+        """What earlier steps of this run's listing wrote, in order (empty for the first step)."""
+
+    def append(self, entries: list[dict[str, Any]]) -> None:
+        """Keep ``entries`` now (committed: a step killed after this replays them)."""
 
 
 class SourceRefused(Exception):
@@ -131,6 +151,15 @@ class Connector(ABC):
     CHANGE_SIGNAL: ClassVar[str]
 
     @classmethod
+    def content_id(cls, etag: str | None) -> str | None:
+        """The file's content named by its change signal, where the signal is a content id (git's blob id,
+        Drive's md5Checksum): two files with the same one hold the same bytes, so a file that appears at a
+        new address with the signal of one that left its old address is that file renamed (R-SYNC-3), and
+        its document moves without a fetch. None (the default): the signal is an opaque token (an S3 or
+        Azure ETag, a version number) that two different files may share."""
+        return None
+
+    @classmethod
     def validate_config(cls, config: Mapping[str, Any], settings: SyncContextSettings) -> ConfigRefusal | None:
         """None when ``config`` is acceptable in this deployment, else the refusal and the field it names."""
         refusal = credential_refusal(config)
@@ -163,6 +192,15 @@ class Connector(ABC):
              client_factory: Any, state: Mapping[str, Any]) -> Connector:
         """A connector for one run: ``credential`` is the source's secret value (None: it names none);
         ``state`` what its last successful run kept (``RemoteListing.state``; empty the first time)."""
+
+    def list_step(self, limit: int | None, journal: ListingJournal) -> RemoteListing | None:
+        """One bounded step of the listing: the listing when it is done, None when a next step must go on
+        from what ``journal`` holds. A connector whose listing fits one step lists at once."""
+        return self.list_files(limit)
+
+    def transfer(self) -> tuple[int, int] | None:
+        """Requests made and bytes received since it was opened (None: the connector does not count)."""
+        return None
 
     @abstractmethod
     def list_files(self, limit: int | None = None) -> RemoteListing:

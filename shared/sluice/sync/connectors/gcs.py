@@ -11,7 +11,9 @@ The credential is the source's ``gcp_service_account`` secret, a service account
 with the read-only storage scope. The service is ``https://storage.googleapis.com`` and the key's
 token endpoint ``https://oauth2.googleapis.com/token``; another endpoint (an emulator) or token
 URI only when the operator lists its host in ``SyncAllowedHosts`` - a key's ``token_uri`` is input
-too, and the service would otherwise POST a signed assertion wherever a key says.
+too, and the service would otherwise POST a signed assertion wherever a key says. The SDK's
+requests and the token exchange go through the outbound guard (``sdk_http``): each connection to an
+address the policy allows, checked where it is opened; no redirect followed.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sluice.config import SyncContextSettings
 from sluice.sync.connectors.base import ConfigRefusal, ListedPage, ObjectStoreConnector, RemoteFile, SourceRefused
-from sluice.sync.outbound import saas_url_problem, sync_policy
+from sluice.sync.outbound import NOT_REACHABLE, EndpointNotAllowed, saas_url_problem, sync_policy
 
 SECRET_KIND = "gcp_service_account"  # noqa: S105 - the kind of secret, not one
 DOCUMENTED_HOSTS = ("storage.googleapis.com",)
@@ -105,8 +107,11 @@ class GcsConnector(ObjectStoreConnector):
     @classmethod
     def open(cls, config: BaseModel, credential: str | None, *, external_id: str, settings: SyncContextSettings,
              client_factory: Any, state: Mapping[str, Any]) -> GcsConnector:
+        from google.auth.transport.requests import AuthorizedSession, Request
         from google.cloud import storage
         from google.oauth2 import service_account
+
+        from sluice.sync.connectors.sdk_http import guarded_session
 
         assert isinstance(config, GcsConfig)
         if credential is None:
@@ -120,7 +125,13 @@ class GcsConnector(ObjectStoreConnector):
             raise SourceRefused("The source's service account key could not be read (its private_key is not a "
                                 "PEM key).") from exc
         options = {"api_endpoint": config.endpoint.rstrip("/")} if config.endpoint else None
-        client = storage.Client(project=key.get("project_id") or "-", credentials=creds, client_options=options)
+        # Storage requests and the token exchange both over sessions that connect only where the policy
+        # allows, to Google's hosts or the operator's, and follow no redirect (sdk_http).
+        policy, hosts = sync_policy(settings), DOCUMENTED_HOSTS + TOKEN_HOSTS
+        http = guarded_session(policy, hosts, session_class=AuthorizedSession, credentials=creds,
+                               auth_request=Request(guarded_session(policy, hosts)))
+        client = storage.Client(project=key.get("project_id") or "-", credentials=creds, client_options=options,
+                                _http=http)
         return cls(config, client)
 
     def _list_page(self, token: str | None) -> ListedPage:
@@ -143,6 +154,8 @@ class GcsConnector(ObjectStoreConnector):
             self._bucket.blob(file.key).download_to_file(out, **kwargs)
 
     def describe_failure(self, exc: BaseException) -> str:
+        if isinstance(exc, EndpointNotAllowed):
+            return NOT_REACHABLE
         code = getattr(exc, "code", None)
         if code == 412:
             return "PreconditionFailed"

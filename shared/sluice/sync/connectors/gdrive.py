@@ -370,6 +370,10 @@ class GdriveConnector(Connector):
                                 user_agent="sluice-sync (gdrive)")
         return cls(config, DriveApi(config.endpoint or API, key, client))
 
+    @classmethod
+    def content_id(cls, etag: str | None) -> str | None:
+        return etag if etag is not None and _MD5.fullmatch(etag) else None  # md5Checksum; a version is not
+
     def address(self, file_id: str) -> str:
         return f"gdrive://{file_id}"
 

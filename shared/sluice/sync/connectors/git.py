@@ -7,13 +7,13 @@ removed. Otherwise it fetches the commit and its trees without file contents (a 
 blob id; a file whose blob id its document already carries is decided unchanged before any of
 its bytes is fetched, and a changed file is fetched alone, by blob id, within the size limit.
 
-A file's address is ``git+<url>@<ref>:<path>``. A rename is a removal and an addition: the new
-address is fetched and ingested, and the old address's document removed by the same run (R-SYNC-3
-never matches a document at another address). Submodules, symbolic links and Git LFS files are reported, not
-followed. A private repository's token is the source's ``git_token`` secret, sent only to the
-repository's own origin (no redirect is followed). Every request goes through the guarded client:
-a public address, or one the operator lists in ``SyncAllowedHosts``; https, or plain http only to
-a listed host.
+A file's address is ``git+<url>@<ref>:<path>``. A rename is a removal and an addition with the same
+blob id, which names the content (``content_id``): the run moves the document to the new address,
+its chunks kept, and fetches and embeds nothing (R-SYNC-3's content match, decided from the tree).
+Submodules, symbolic links and Git LFS files are reported, not followed. A private repository's
+token is the source's ``git_token`` secret, sent only to the repository's own origin (no redirect is
+followed). Every request goes through the guarded client: a public address, or one the operator
+lists in ``SyncAllowedHosts``; https, or plain http only to a listed host.
 """
 
 from __future__ import annotations
@@ -30,7 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sluice.config import SyncContextSettings
 from sluice.ingest.families import kb_extensions
 from sluice.sync.connectors.base import ConfigRefusal, Connector, RemoteFile, RemoteListing, SourceRefused
-from sluice.sync.outbound import EndpointNotAllowed, guarded_client, sync_policy, url_problem_for_source
+from sluice.sync.outbound import (
+    NOT_REACHABLE,
+    EndpointNotAllowed,
+    guarded_client,
+    sync_policy,
+    url_problem_for_source,
+)
 
 SECRET_KIND = "git_token"  # noqa: S105 - the kind of secret, not one
 _COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -178,6 +184,10 @@ class GitConnector(Connector):
                                 user_agent="sluice-sync (git)")
         return cls(config, GitRemote(config.url, client, auth), state)
 
+    @classmethod
+    def content_id(cls, etag: str | None) -> str | None:
+        return etag if etag is not None and _COMMIT.fullmatch(etag) else None  # a blob id; not a submodule's
+
     def address(self, path: str) -> str:
         return f"git+{self.config.url}@{self.ref_label}:{path}"
 
@@ -276,6 +286,6 @@ class GitConnector(Connector):
 
     def describe_failure(self, exc: BaseException) -> str:
         if isinstance(exc, EndpointNotAllowed):
-            return "the address is not one the deployment may reach"
+            return NOT_REACHABLE
         code = getattr(exc, "code", None)
         return str(code) if code else type(exc).__name__
