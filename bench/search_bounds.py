@@ -111,7 +111,8 @@ def main() -> int:
     from sluice.db import recipients
     from sluice.vectors import bounds, fulltext, store
     from sluice.vectors.names import table_name
-    from sluice.vectors.search import BaseScope, find_candidates, statistics_scope
+    from sluice.vectors.scope import statistics_scope
+    from sluice.vectors.search import BaseScope, find_candidates
 
     vectors, units, queries = generate(args.rows if not args.cap_only else 1, 8)
     rng = np.random.default_rng(37)

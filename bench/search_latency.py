@@ -333,7 +333,8 @@ def main() -> int:
 
     from sluice.db.migrations import version_tuple
     from sluice.vectors import store
-    from sluice.vectors.search import BaseScope, ChunkFilter, find_candidates, supports_iterative_scan, table_facts
+    from sluice.vectors.plan import supports_iterative_scan, table_facts
+    from sluice.vectors.search import BaseScope, ChunkFilter, find_candidates
 
     url, server = migrated_database(args.database_url, "bench_latency")
     results: dict[tuple[str, str], tuple[list[float], float]] = {}

@@ -19,7 +19,8 @@ from pgvector.psycopg import register_vector
 from sluice import cli
 from sluice.db.migrations import migrate, vector_version, version_tuple
 from sluice.vectors import store
-from sluice.vectors.search import BaseScope, find_candidates, table_facts
+from sluice.vectors.plan import table_facts
+from sluice.vectors.search import BaseScope, find_candidates
 
 DIM, N, K = 8, 4_000, 10
 COLLECTION = "legacy"

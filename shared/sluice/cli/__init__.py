@@ -68,7 +68,7 @@ def _local_up(args: argparse.Namespace) -> int:
 
 def _pgvector_line(url: str) -> str:
     from sluice.db.migrations import vector_version, version_tuple
-    from sluice.vectors.search import supports_iterative_scan
+    from sluice.vectors.plan import supports_iterative_scan
 
     version = vector_version(url)
     if version is not None and supports_iterative_scan(version_tuple(version)):

@@ -123,7 +123,7 @@ def table_language(conn: Connection, collection: str) -> str | None:
 # --- the statistics and the query ---------------------------------------------------------------
 
 
-# A WHERE clause over a collection table and its parameters (sluice.vectors.search.scope_clause).
+# A WHERE clause over a collection table and its parameters (sluice.vectors.scope.scope_clause).
 Documents = tuple[sql.Composable, dict[str, Any]]
 
 

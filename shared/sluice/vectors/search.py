@@ -7,158 +7,43 @@ candidate's cosine is computed for it) and which side found it. How candidates a
 then weighed, gated and deduplicated is the search's policy
 (``sluice.search.ranking``), not this layer's.
 
-The text side is exact by construction: the scope and filters are in its WHERE,
-the GIN index finds the rows holding a query lexeme, and each is ranked. The
-vector side is where the plan matters:
-
-Scope before top-k (R-SRCH-3). The scope (the caller's resolved bases and their
-tenants) and the filters are one WHERE clause inside the query that computes the
-top-k. That alone is not enough: pgvector's HNSW index walks the graph for
-``hnsw.ef_search`` nearest rows and filters them *afterwards*, so a filter that
-keeps 0.5% of the table leaves ~0.2 of the default 40 rows, and the "top-k" is
-short or wrong. So the plan is chosen per query from the size of the scope:
-
-* ``exact``: few rows in scope, or a scope small enough that scoring it costs
-  less than walking the graph as far as its selectivity needs: the distance is
-  computed for every row in scope (found through the btree indexes), which is
-  exact by construction and cheap exactly when the scope is small.
-* ``hnsw_iterative`` (pgvector >= 0.8, what Aurora runs): the graph, walked
-  until the rows visited hold ``OVERFETCH`` times the rows asked for at the
-  scope's selectivity, and never less than the table's size needs
-  (``graph_walk``: a graph over more rows needs a longer walk for the same
-  recall). The first ``hnsw.ef_search`` (at most 1000) rows are one walk; a
-  longer one is ``hnsw.iterative_scan`` carrying on, in relaxed order, until
-  the rows in scope that the walk holds have come back; their exact distance
-  then orders them. A filter is applied as the scan goes, so a shortfall is
-  refilled by the server rather than returned short.
-* ``hnsw`` (pgvector < 0.8): the same, but one walk of at most 1000 rows
-  (``graph_ef``); a scope whose walk would be longer is scored ``exact``.
-  At 1M rows the capped walk gives recall@10 0.93-0.97 depending on the build
-  (bench/README.md), which the iterative plan's longer walk lifts.
-
-Which plan a database can run is read from its ``vector`` extension version
-(``table_facts``), and which index the table has (vector or halfvec) from its
-catalog, so a table created before an upgrade is still searched through its
-own index.
-
-The size of the scope is the planner's estimate (an EXPLAIN, under a
-millisecond): it only chooses between two correct plans' speeds. A graph scan
-that still returns fewer rows than asked is redone exactly, so a search never
-returns fewer rows than exist.
+The rows in scope and the filters are one WHERE clause (``sluice.vectors.scope``) inside both
+sides' queries; how the vector side walks the graph is chosen per query (``sluice.vectors.plan``).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Literal
+from typing import Any
 
 from psycopg import sql
 from psycopg.rows import dict_row
 
 from sluice.db.connection import Connection
-from sluice.db.migrations import version_tuple
 from sluice.vectors.bounds import bounded
-from sluice.vectors.fulltext import (
-    DEFAULT_LANGUAGE,
-    NO_TEXT,
-    Documents,
-    TextQuery,
-    language_of_expression,
-    quoted,
-    text_query,
+from sluice.vectors.fulltext import NO_TEXT, TextQuery, quoted, text_query
+from sluice.vectors.names import table_ident
+from sluice.vectors.plan import (
+    ITERATIVE_ORDER,
+    ITERATIVE_SCAN_VERSION,
+    MAX_EF_SEARCH,
+    MAX_SCAN_TUPLES,
+    Plan,
+    Strategy,
+    TableFacts,
+    choose_plan,
+    one,
+    table_facts,
 )
-from sluice.vectors.names import index_name, table_ident, table_name
+from sluice.vectors.scope import NO_FILTER, BaseScope, ChunkFilter, scope_clause, statistics_scope
 from sluice.vectors.store import IndexKind, as_vector, table_exists
 
-# A scope this small is always scored exactly, whatever the graph would cost.
-EXACT_SCAN_ROWS = 1_000
-# Scoring a row exactly costs about 1/8 of what walking one more row of the graph does (2 cores,
-# 384-d, bench/search_latency.py: ~2 ms per 1,000 rows in scope against ~15 ms per 1,000 of ef at
-# 100,000 rows). At 1M rows on pgvector 0.8.6 the exact scan of 5% (50,000 rows) took p50 380 ms
-# against 58 ms for the iterative walk of 4,000, and of 0.5% (5,000 rows) 12 ms: the rule puts
-# the change between them (at 32,000 rows of 1M).
-EXACT_ROWS_PER_EF = 8
-# The graph is asked for this many times the rows needed at the scope's selectivity.
-OVERFETCH = 4
-# Never below this ef_search: pgvector's default of 40 misses neighbours on 384-d data.
-MIN_EF_SEARCH = 200
-# pgvector refuses a larger hnsw.ef_search.
-MAX_EF_SEARCH = 1000
-# A graph over more rows needs a longer walk for the same recall. bench/search_latency.py, 384-d,
-# pgvector's default build (m 16, ef_construction 64), recall@10 unfiltered: 100,000 rows reach
-# 0.97-0.99 at a walk of 200. 1,000,000 rows (pgvector 0.8.6, two graphs of the same rows, 100
-# queries): a walk of 1,000 (the longest single walk) 0.951 and 0.969, 2,000 0.961 / 0.970, 3,000
-# 0.961 / 0.970, 4,000 0.971 / 0.970, 6,000 0.973 / 0.974; at 5% selectivity 0.946 / 0.964 at
-# 1,000 and 0.962 / 0.968 at 4,000. Graphs of the same rows differ by ~0.02 between builds, so
-# the walk grows from MIN_EF_SEARCH at GRAPH_EF_BASE_ROWS by 20x per 10x rows, to 4,000 at 1M, where
-# the weaker graph still holds 0.96. Not measured past 1M: the walk stops growing there.
-GRAPH_EF_BASE_ROWS = 100_000
-GRAPH_WALK_GROWTH = math.log10(20)
-MAX_GRAPH_WALK = 4_000
-# pgvector >= 0.8: iterative index scans. A walk longer than MAX_EF_SEARCH is one scan of
-# ef_search 1000 that the server carries on until it has returned the rows asked for.
-ITERATIVE_SCAN_VERSION = (0, 8)
-# relaxed_order, re-sorted by the exact distance afterwards: at 1M, walk 4,000, recall@10 0.971
-# unfiltered and 0.962 at 5%, against 0.951 and 0.933 with strict_order (which drops the rows
-# found out of order) at the same cost.
-ITERATIVE_ORDER = "relaxed_order"
-# pgvector's default. At 1M, walk 4,000, recall was the same (0.971) with 20,000 and 200,000, and
-# with scan_mem_multiplier 1 and 40: the rows past the first 1,000 come mostly from candidates
-# the first walk already scored, not from walking further. It bounds the cost of a scope the
-# estimate took for broad that holds few rows: the short answer is then redone exactly.
-MAX_SCAN_TUPLES = 20_000
-
-Strategy = Literal["exact", "hnsw", "hnsw_iterative"]
-
-
-@dataclass(frozen=True)
-class BaseScope:
-    """One knowledge base the caller reaches, as resolved: its id and its tenant.
-
-    ``recipient``: the caller reaches only the documents of this base shared with
-    that user in its tenant (a recipients base, R-ACC-6), checked in the same WHERE.
-    """
-
-    kb_id: uuid.UUID
-    org_id: str | None
-    recipient: str | None = None
-
-
-@dataclass(frozen=True)
-class ChunkFilter:
-    """R-SRCH-2: OR within a dimension, AND across; ``None`` means not filtered.
-
-    A chunk with no value for a filtered dimension never matches (NULL fails
-    ``= ANY`` and every comparison), so a filter never widens the scope.
-    """
-
-    sources: tuple[str, ...] | None = None
-    document_types: tuple[str, ...] | None = None
-    organizational_units: tuple[str, ...] | None = None
-    date_from: date | None = None
-    date_to: date | None = None
-    document_ids: tuple[uuid.UUID, ...] | None = None
-
-    def describe(self) -> dict[str, Any]:
-        """The filter as logged: which dimensions and how many values, no values themselves."""
-        out: dict[str, Any] = {}
-        for name in ("sources", "document_types", "organizational_units", "document_ids"):
-            values = getattr(self, name)
-            if values is not None:
-                out[name] = len(values)
-        if self.date_from:
-            out["date_from"] = self.date_from.isoformat()
-        if self.date_to:
-            out["date_to"] = self.date_to.isoformat()
-        return out
-
-
-NO_FILTER = ChunkFilter()
+# The scope's types, re-exported: what a caller of find_candidates hands it.
+__all__ = ["NO_FILTER", "BaseScope", "Candidate", "ChunkFilter", "Plan", "candidate_query", "find_candidates",
+           "organizational_units"]
 
 
 @dataclass
@@ -202,186 +87,6 @@ class Candidate:
     # more of the query's rare identifiers (the diagnostic view says so).
     lifted_by_identifier: bool = False
 
-
-@dataclass(frozen=True)
-class Plan:
-    strategy: Strategy
-    rows_in_scope: int | None  # the planner's estimate
-    selectivity: float
-    ef_search: int | None = None
-    fetch: int = 0  # rows asked of the index, re-ordered exactly; at least the rows asked for
-    max_scan_tuples: int = 0  # hnsw_iterative: where the server stops walking
-
-
-# --- the WHERE clause: scope, then filters ------------------------------------------------------
-
-
-def scope_clause(scope: Sequence[BaseScope], flt: ChunkFilter = NO_FILTER) -> tuple[sql.Composable, dict[str, Any]]:
-    """The rows a caller may see and asked for: a resolved base, its tenant, then R-SRCH-2.
-
-    The base alone decides; the tenant is checked beside it so that a chunk
-    stamped with another tenant is never read even under a base id it names.
-    A base with no tenant (app scope, or a personal base outside any
-    organization) matches chunks with no tenant stamped, never "any tenant".
-    """
-    tenants = sorted({b.org_id for b in scope if b.org_id is not None})
-    allow_untenanted = any(b.org_id is None for b in scope)
-    whole = sorted({b.kb_id for b in scope if b.recipient is None})
-    shared = [b for b in scope if b.recipient is not None]
-    params: dict[str, Any] = {"scope_kb_ids": whole}
-    bases: list[sql.Composable] = [sql.SQL("kb_id = ANY(%(scope_kb_ids)s)")]
-    for i, b in enumerate(shared):
-        # R-ACC-6: a recipients base reaches only the documents shared with the caller in its tenant.
-        # A semi-join on the recipients table in the WHERE both sides of the pool share, so it holds
-        # before either top-k is taken (R-SRCH-3).
-        bases.append(sql.SQL(
-            "(kb_id = %({k})s AND org_id = %({o})s AND document_id IN ("
-            "SELECT r.document_id FROM document_recipients r WHERE r.user_id = %({u})s AND r.org_id = %({o})s))"
-        ).format(k=sql.SQL(f"scope_shared_kb_{i}"), o=sql.SQL(f"scope_shared_org_{i}"),
-                 u=sql.SQL(f"scope_shared_user_{i}")))
-        params[f"scope_shared_kb_{i}"] = b.kb_id
-        params[f"scope_shared_org_{i}"] = b.org_id
-        params[f"scope_shared_user_{i}"] = b.recipient
-    parts: list[sql.Composable] = [
-        bases[0] if len(bases) == 1 else sql.SQL("(") + sql.SQL(" OR ").join(bases) + sql.SQL(")")]
-    tenant_checks: list[sql.Composable] = []
-    if tenants:
-        tenant_checks.append(sql.SQL("org_id = ANY(%(scope_tenants)s)"))
-        params["scope_tenants"] = tenants
-    if allow_untenanted:
-        tenant_checks.append(sql.SQL("org_id IS NULL"))
-    parts.append(sql.SQL("(") + sql.SQL(" OR ").join(tenant_checks) + sql.SQL(")"))
-    for column, values, key in (
-        ("source", flt.sources, "f_sources"),
-        ("document_type", flt.document_types, "f_document_types"),
-        ("organizational_unit", flt.organizational_units, "f_units"),
-        ("document_id", flt.document_ids, "f_document_ids"),
-    ):
-        if values is not None:
-            parts.append(sql.SQL("{c} = ANY(%({k})s)").format(c=sql.Identifier(column), k=sql.SQL(key)))
-            params[key] = list(values)
-    if flt.date_from is not None:
-        parts.append(sql.SQL("document_date >= %(f_date_from)s"))
-        params["f_date_from"] = flt.date_from
-    if flt.date_to is not None:
-        parts.append(sql.SQL("document_date <= %(f_date_to)s"))
-        params["f_date_to"] = flt.date_to
-    return sql.SQL(" AND ").join(parts), params
-
-
-def statistics_scope(scope: Sequence[BaseScope]) -> tuple[list[uuid.UUID], Documents | None]:
-    """What the lexical statistics of ``scope`` count (R-SRCH-9): the bases reached whole, and the WHERE
-    of the documents a shared pool's reader reaches in the others (None: no such base)."""
-    whole = sorted({b.kb_id for b in scope if b.recipient is None})
-    shared = [b for b in scope if b.recipient is not None and b.kb_id not in whole]
-    return whole, (scope_clause(shared) if shared else None)
-
-
-# --- choosing the plan ------------------------------------------------------------------------
-
-
-def supports_iterative_scan(version: tuple[int, ...]) -> bool:
-    return version >= ITERATIVE_SCAN_VERSION
-
-
-def _one(row: Any) -> Any:
-    return next(iter(row.values()))
-
-
-@dataclass(frozen=True)
-class TableFacts:
-    present: bool
-    rows: float  # the planner's count (reltuples), or its estimate from pages before the first ANALYZE
-    iterative_scan: bool  # the database's pgvector (its extversion) has iterative index scans
-    index: IndexKind = "vector"  # what the table's HNSW index stores: the ORDER BY must match it
-    dim: int = 0
-    language: str = DEFAULT_LANGUAGE  # the text search configuration of its content_tsv column
-
-
-def table_facts(conn: Connection, collection: str) -> TableFacts:
-    """Whether the table exists, about how many rows it holds, its HNSW index and the database's
-    pgvector: one round trip."""
-    values = conn.cursor(row_factory=dict_row).execute(
-        """SELECT to_regclass(%(t)s) IS NOT NULL AS present,
-                  (SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass(%(t)s)) AS reltuples,
-                  (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS version,
-                  (SELECT atttypmod FROM pg_attribute
-                    WHERE attrelid = to_regclass(%(t)s) AND attname = 'embedding') AS dim,
-                  (SELECT o.opcname FROM pg_index x JOIN pg_opclass o ON o.oid = x.indclass[0]
-                    WHERE x.indexrelid = to_regclass(%(i)s)) AS opclass,
-                  (SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d
-                     JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
-                    WHERE d.adrelid = to_regclass(%(t)s) AND a.attname = 'content_tsv') AS tsv""",
-        {"t": table_name(collection), "i": index_name(collection, "embedding_idx")},
-    ).fetchone()
-    if values is None or not values["present"]:
-        return TableFacts(False, 0.0, False)
-    rows = float(values["reltuples"])
-    if rows < 0:  # never analyzed: the planner's own estimate from the table's size
-        rows = _estimated_rows(conn, collection, sql.SQL("true"), {})
-    index: IndexKind = "halfvec" if values["opclass"] == "halfvec_cosine_ops" else "vector"
-    return TableFacts(True, rows, supports_iterative_scan(version_tuple(values["version"])), index,
-                      int(values["dim"] or 0), language_of_expression(values["tsv"]))
-
-
-def _estimated_rows(conn: Connection, collection: str, where: sql.Composable, params: dict[str, Any]) -> float:
-    query = sql.SQL("EXPLAIN (FORMAT JSON) SELECT 1 FROM {t} WHERE ").format(t=table_ident(collection)) + where
-    row = conn.execute(query, params).fetchone()
-    plan = _one(row)
-    if isinstance(plan, str):
-        plan = json.loads(plan)
-    return float(plan[0]["Plan"]["Plan Rows"])
-
-
-def graph_walk(table_rows: float) -> int:
-    """The rows a walk of the graph over ``table_rows`` rows visits for its top 10 unfiltered."""
-    if table_rows <= GRAPH_EF_BASE_ROWS:
-        return MIN_EF_SEARCH
-    return min(MAX_GRAPH_WALK, int(math.ceil(MIN_EF_SEARCH * (table_rows / GRAPH_EF_BASE_ROWS) ** GRAPH_WALK_GROWTH)))
-
-
-def graph_ef(table_rows: float) -> int:
-    """The ``ef_search`` of one walk over ``table_rows`` rows: ``graph_walk``, within pgvector's cap."""
-    return min(MAX_EF_SEARCH, graph_walk(table_rows))
-
-
-def plan_for(estimate: float, table_rows: float, limit: int, *, iterative: bool,
-             exact_rows: int = EXACT_SCAN_ROWS) -> Plan:
-    """The plan for a scope of about ``estimate`` rows in a table of ``table_rows``.
-
-    ``iterative``: the database's pgvector has iterative index scans (>= 0.8). Without them the
-    graph is used only when one walk of at most ``MAX_EF_SEARCH`` rows can hold the rows needed.
-    """
-    total = max(table_rows, 1.0)
-    selectivity = min(1.0, max(estimate, 1.0) / total)
-    # The walk that holds OVERFETCH times the rows needed at this selectivity, never shorter than
-    # the table's size needs for its unfiltered top 10.
-    graph = graph_walk(total) if iterative else graph_ef(total)
-    walk = max(graph, limit * 2, math.ceil(limit * OVERFETCH / selectivity))
-    # Exact when scoring the scope costs less than walking the graph that far; and, without
-    # iterative scans, when one walk cannot be that long.
-    if estimate <= max(exact_rows, EXACT_ROWS_PER_EF * walk) or (walk > MAX_EF_SEARCH and not iterative):
-        return Plan("exact", round(estimate), selectivity)
-    ef = min(walk, MAX_EF_SEARCH)
-    if not iterative:
-        return Plan("hnsw", round(estimate), selectivity, ef, fetch=limit)
-    # Past one walk, the scan goes on until it has returned the rows in scope that a walk of
-    # `walk` rows holds; the exact distance then orders them.
-    fetch = limit if walk <= ef else max(limit, math.ceil(walk * selectivity))
-    return Plan("hnsw_iterative", round(estimate), selectivity, ef, fetch=fetch, max_scan_tuples=MAX_SCAN_TUPLES)
-
-
-def choose_plan(conn: Connection, collection: str, where: sql.Composable, params: dict[str, Any],
-                limit: int, *, iterative: bool, exact_rows: int | None = None, table_rows: float | None = None
-                ) -> Plan:
-    if table_rows is None:
-        table_rows = table_facts(conn, collection).rows
-    # The planner's estimate, not a count: counting a scope of a few thousand rows costs as much as
-    # scanning it. A wrong estimate costs time, never rows: too low and the exact scan is slower
-    # than needed; too high and a short graph answer is redone exactly (find_candidates).
-    estimate = _estimated_rows(conn, collection, where, params)
-    return plan_for(estimate, table_rows, limit, iterative=iterative,
-                    exact_rows=EXACT_SCAN_ROWS if exact_rows is None else exact_rows)
 
 
 # --- the candidate query ----------------------------------------------------------------------
@@ -586,4 +291,4 @@ def organizational_units(conn: Connection, collection: str, scope: Sequence[Base
              + where + sql.SQL(" AND organizational_unit IS NOT NULL AND btrim(organizational_unit) <> ''"
                                " ORDER BY 1"))
     with bounded(conn):
-        return [_one(r) for r in conn.execute(query, params).fetchall()]
+        return [one(r) for r in conn.execute(query, params).fetchall()]

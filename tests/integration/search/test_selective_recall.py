@@ -26,17 +26,9 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from sluice.vectors import store
-from sluice.vectors.search import (
-    MAX_EF_SEARCH,
-    MIN_EF_SEARCH,
-    BaseScope,
-    ChunkFilter,
-    choose_plan,
-    find_candidates,
-    graph_ef,
-    scope_clause,
-    table_facts,
-)
+from sluice.vectors.plan import MAX_EF_SEARCH, MIN_EF_SEARCH, choose_plan, graph_ef, table_facts
+from sluice.vectors.scope import BaseScope, ChunkFilter, scope_clause
+from sluice.vectors.search import find_candidates
 from tests.integration.search.conftest import make_base
 
 # One worker runs this module: its collection (vectors loaded, the HNSW graph built) is made once.
@@ -160,12 +152,12 @@ def test_a_filter_keeping_half_a_percent_returns_the_exact_top_k(conn, data, loa
 
 def test_the_graph_path_keeps_recall_and_scope_at_a_half_selective_filter(conn, data, loaded, monkeypatch,
                                                                           graph_plan):
-    import sluice.vectors.search as search_module
+    import sluice.vectors.plan as plan_module
 
     strategy, iterative = graph_plan
     vectors, _, half, queries = data
-    monkeypatch.setattr(search_module, "EXACT_SCAN_ROWS", 50)
-    monkeypatch.setattr(search_module, "EXACT_ROWS_PER_EF", 1)  # so 10,000 rows in scope go to the graph
+    monkeypatch.setattr(plan_module, "EXACT_SCAN_ROWS", 50)
+    monkeypatch.setattr(plan_module, "EXACT_ROWS_PER_EF", 1)  # so 10,000 rows in scope go to the graph
     flt = ChunkFilter(sources=("upload",))
     found_all, plans = [], set()
     for q in queries:
@@ -271,12 +263,12 @@ def test_a_larger_table_walks_its_graph_further_within_what_pgvector_allows():
 
 
 def test_the_plan_sizes_the_walk_by_the_table(conn, loaded, monkeypatch):
-    import sluice.vectors.search as search_module
+    import sluice.vectors.plan as plan_module
 
     where, params = scope_clause(loaded, ChunkFilter(sources=("upload",)))
     small = choose_plan(conn, COLLECTION, where, params, K, iterative=False, exact_rows=50)
     # the same table and scope, judged by a rule under which 20,000 rows is ten times the base size
-    monkeypatch.setattr(search_module, "GRAPH_EF_BASE_ROWS", 2_000)
+    monkeypatch.setattr(plan_module, "GRAPH_EF_BASE_ROWS", 2_000)
     large = choose_plan(conn, COLLECTION, where, params, K, iterative=False, exact_rows=50)
     assert small.strategy == large.strategy == "hnsw"
     assert small.ef_search == MIN_EF_SEARCH and large.ef_search == MAX_EF_SEARCH

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from sluice.vectors.search import MAX_EF_SEARCH, plan_for
+from sluice.vectors.plan import MAX_EF_SEARCH, plan_for
 
 K = 10
 TABLES = [1_000, 20_000, 100_000, 300_000, 1_000_000, 10_000_000]
