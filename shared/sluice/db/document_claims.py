@@ -15,6 +15,10 @@ from sluice.db.connection import Connection
 from sluice.db.documents import Document
 
 _DOC_FIELDS = ", ".join(f"d.{f}" for f in Document.__dataclass_fields__)
+# A claim with its document, as ``_claims`` reads the rows.
+_CLAIMS_OF_DOCUMENTS = f"""SELECT c.source_path AS claim_path, c.etag AS claim_etag, c.size AS claim_size,
+               c.updated_at AS claim_updated_at, {_DOC_FIELDS}
+          FROM document_claims c JOIN documents d ON d.id = c.document_id"""
 
 
 def path_digest(source_path: str) -> bytes:
@@ -41,9 +45,7 @@ def claims_at(conn: Connection, source_id: uuid.UUID, kb_id: uuid.UUID, paths: S
         return {}
     rows = conn.execute(
         f"""
-        SELECT c.source_path AS claim_path, c.etag AS claim_etag, c.size AS claim_size,
-               c.updated_at AS claim_updated_at, {_DOC_FIELDS}
-          FROM document_claims c JOIN documents d ON d.id = c.document_id
+        {_CLAIMS_OF_DOCUMENTS}
          WHERE c.source_id = %(src)s AND d.kb_id = %(kb)s
            AND c.path_digest = ANY(%(digests)s) AND c.source_path = ANY(%(paths)s::text[])
          ORDER BY c.updated_at DESC, d.created_at DESC
@@ -73,9 +75,7 @@ def left_behind(conn: Connection, source_id: uuid.UUID, kb_id: uuid.UUID, run_id
         return {}
     rows = conn.execute(
         f"""
-        SELECT c.source_path AS claim_path, c.etag AS claim_etag, c.size AS claim_size,
-               c.updated_at AS claim_updated_at, {_DOC_FIELDS}
-          FROM document_claims c JOIN documents d ON d.id = c.document_id
+        {_CLAIMS_OF_DOCUMENTS}
          WHERE c.source_id = %(src)s AND d.kb_id = %(kb)s AND c.etag = ANY(%(etags)s::text[])
            AND d.source_path = c.source_path
            AND NOT EXISTS (SELECT 1 FROM sync_log_files f
