@@ -31,9 +31,11 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from tests.loopback import reply, serve, stop
 
 EMAIL = "sync@example.com"
 MAX_LIMIT = 250
@@ -89,21 +91,10 @@ class ConfluenceDouble:
         self.fail: Callable[[str, dict[str, list[str]]], int | None] | None = None
         self.lock = threading.Lock()
         self._next_id = 1000
-        double = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                double._serve(self)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = serve(lambda h, _: self._serve(h))
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.media = f"http://localhost:{self.port}"  # another origin: the credential must not follow there
-        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
 
     # content
 
@@ -136,8 +127,7 @@ class ConfluenceDouble:
         return self.log[since:]
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop(self.server)
 
     # serving
 
@@ -157,13 +147,7 @@ class ConfluenceDouble:
         path, query, authorized, host = h.seen  # type: ignore[attr-defined]
         with self.lock:  # logged before the answer leaves, so a client that has it finds it in the log
             self.log.append(Logged(path, query, status, authorized, host))
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json" if raw is None else "application/octet-stream")
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
+        reply(h, status, data, "application/json" if raw is None else "application/octet-stream", headers)
 
     def _error(self, h: BaseHTTPRequestHandler, status: int, title: str) -> None:
         # The documented error shape of v2: {"errors": [{"status", "code", "title", "detail"}]}

@@ -31,7 +31,6 @@ test_gdrive_connector.py checks its answers against the documented examples quot
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -39,9 +38,11 @@ import secrets
 import threading
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.loopback import reply, serve, stop
 
 FOLDER = "application/vnd.google-apps.folder"
 SHORTCUT = "application/vnd.google-apps.shortcut"
@@ -194,27 +195,13 @@ class DriveDouble:
         self.incomplete_search = False
         self.lock = threading.Lock()
         self.root = new_id("0B", 28)
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
-                owner.answer(self, "POST", body)
-
-            def do_GET(self) -> None:
-                owner.answer(self, "GET", "")
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = serve(lambda h, method: self.answer(h, method, h.rfile.read(
+            int(h.headers.get("Content-Length") or 0)).decode() if method == "POST" else ""), methods=("GET", "POST"))
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.token_url = f"{self.url}/token"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        stop(self.httpd)
 
     # --- the test's hands on the drive ----------------------------------------------------------------
 
@@ -393,23 +380,11 @@ class DriveDouble:
     @staticmethod
     def _send(h: BaseHTTPRequestHandler, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
               ) -> None:
-        raw = json.dumps(body).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json; charset=UTF-8")
-        h.send_header("Content-Length", str(len(raw)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(raw)
+        reply(h, status, json.dumps(body).encode(), "application/json; charset=UTF-8", headers)
 
     @staticmethod
     def _send_bytes(h: BaseHTTPRequestHandler, data: bytes, mime: str) -> None:
-        h.send_response(200)
-        h.send_header("Content-Type", mime)
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client that stopped at its ceiling
-            h.wfile.write(data)
+        reply(h, 200, data, mime)
 
 
 def docx(*paragraphs: str) -> bytes:

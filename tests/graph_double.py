@@ -38,9 +38,11 @@ import secrets
 import threading
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from tests.loopback import reply, serve, stop
 
 TENANT = "11111111-2222-3333-4444-555555555555"
 CLIENT_ID = "66666666-7777-8888-9999-000000000000"
@@ -98,26 +100,11 @@ class GraphDouble:
         self.root = self._add("root", None, "root")
         self.site_id = f"{SITE_HOST},{uuid.uuid4()},{uuid.uuid4()}"
         self._lock = threading.Lock()
-        double = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                double._handle(self, "GET")
-
-            def do_POST(self) -> None:  # noqa: N802
-                double._handle(self, "POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = serve(self._handle, methods=("GET", "POST"))
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop(self.server)
 
     # --- the drive's contents -------------------------------------------------------------------------
 
@@ -243,14 +230,7 @@ class GraphDouble:
     # --- the server -----------------------------------------------------------------------------------------
 
     def _json(self, h: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
+        reply(h, status, json.dumps(body).encode(), "application/json", headers)
 
     def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
         parts = urlsplit(h.path)

@@ -8,8 +8,10 @@ import hashlib
 import threading
 from dataclasses import dataclass, field
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.loopback import serve, stop
 
 
 @dataclass
@@ -37,22 +39,8 @@ class Site:
         self.validators = validators
         self.log: list[Hit] = []
         self._lock = threading.Lock()
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                site._answer(self)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = serve(lambda h, _: self._answer(h), protocol="HTTP/1.1")
         self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
 
     @property
     def base(self) -> str:
@@ -68,8 +56,7 @@ class Site:
         return [h.path for h in self.log[since:] if method is None or h.method == method]
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop(self.server)
 
     def _answer(self, req: BaseHTTPRequestHandler) -> None:
         path = req.path
